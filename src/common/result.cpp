@@ -1,0 +1,43 @@
+#include "common/result.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace braid {
+
+namespace {
+thread_local std::string g_last_error;
+}
+
+const char* result_string(Result r) {
+  switch (r) {
+    case Result::Success: return "no error";
+    case Result::UnhandledCudaError: return "unhandled cuda error (run with BRAID_DEBUG=INFO for details)";
+    case Result::SystemError: return "unhandled system error (run with BRAID_DEBUG=INFO for details)";
+    case Result::InternalError: return "internal error - please report this issue to the braid developers";
+    case Result::InvalidArgument: return "invalid argument (run with BRAID_DEBUG=WARN for details)";
+    case Result::InvalidUsage: return "invalid usage (run with BRAID_DEBUG=WARN for details)";
+    case Result::RemoteError: return "remote process exited or there was a network error";
+    case Result::InProgress: return "operation in progress";
+  }
+  return "unknown result code";
+}
+
+const char* last_error() { return g_last_error.c_str(); }
+
+void clear_last_error() { g_last_error.clear(); }
+
+Result fail(Result r, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  g_last_error = buf;
+  log_message(LogLevel::Warn, LogSubsys::All, nullptr, 0, "%s: %s", result_string(r), buf);
+  return r;
+}
+
+}  // namespace braid

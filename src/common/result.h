@@ -1,0 +1,38 @@
+// braid's one result type. Values equal ncclResult_t's, so the shim converts by cast
+// (checked by static_assert where nccl.h is visible).
+#pragma once
+
+#include <string>
+
+namespace braid {
+
+enum class Result : int {
+  Success = 0,
+  UnhandledCudaError = 1,
+  SystemError = 2,
+  InternalError = 3,
+  InvalidArgument = 4,
+  InvalidUsage = 5,
+  RemoteError = 6,
+  InProgress = 7,
+};
+
+// The text ncclGetErrorString gives for the same value.
+const char* result_string(Result r);
+
+// The calling thread's last error text, as ncclGetLastError returns it.
+const char* last_error();
+void clear_last_error();
+
+// Records `text` as the last error and logs it as a WARN; returns `r` so callers can write
+// `return fail(Result::InvalidArgument, "count %zu too large", n);`.
+[[gnu::format(printf, 2, 3)]] Result fail(Result r, const char* fmt, ...);
+
+}  // namespace braid
+
+// Propagates a non-success Result from the current function.
+#define BRAID_TRY(expr)                                          \
+  do {                                                           \
+    ::braid::Result braid_try_result_ = (expr);                  \
+    if (braid_try_result_ != ::braid::Result::Success) return braid_try_result_; \
+  } while (0)

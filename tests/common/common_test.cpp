@@ -1,0 +1,138 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "common/log.h"
+#include "common/result.h"
+#include "common/settings.h"
+#include "common/types.h"
+
+namespace braid {
+namespace {
+
+TEST(Result, ValuesMatchNccl) {
+  // ncclResult_t values, from nccl.h.
+  EXPECT_EQ(static_cast<int>(Result::Success), 0);
+  EXPECT_EQ(static_cast<int>(Result::UnhandledCudaError), 1);
+  EXPECT_EQ(static_cast<int>(Result::SystemError), 2);
+  EXPECT_EQ(static_cast<int>(Result::InternalError), 3);
+  EXPECT_EQ(static_cast<int>(Result::InvalidArgument), 4);
+  EXPECT_EQ(static_cast<int>(Result::InvalidUsage), 5);
+  EXPECT_EQ(static_cast<int>(Result::RemoteError), 6);
+  EXPECT_EQ(static_cast<int>(Result::InProgress), 7);
+}
+
+TEST(Result, FailSetsLastErrorPerThread) {
+  clear_last_error();
+  EXPECT_STREQ(last_error(), "");
+  EXPECT_EQ(fail(Result::InvalidArgument, "count %d is negative", -3), Result::InvalidArgument);
+  EXPECT_STREQ(last_error(), "count -3 is negative");
+  std::string other;
+  std::thread([&] { other = last_error(); }).join();
+  EXPECT_EQ(other, "");
+}
+
+TEST(Types, NamesRoundTrip) {
+  for (DataType t : all_datatypes()) EXPECT_EQ(parse_datatype(datatype_name(t)), t);
+  for (RedOp op : all_redops()) EXPECT_EQ(parse_redop(redop_name(op)), op);
+  for (Collective c : all_collectives()) EXPECT_EQ(parse_collective(collective_name(c)), c);
+  EXPECT_EQ(parse_collective("all_reduce"), Collective::AllReduce);
+  EXPECT_EQ(parse_datatype("bf16"), DataType::Bfloat16);
+  EXPECT_FALSE(parse_datatype("float128").has_value());
+  EXPECT_EQ(datatype_size(DataType::Float8e5m2), 1u);
+  EXPECT_EQ(datatype_size(DataType::Uint64), 8u);
+  EXPECT_FALSE(datatype_valid(12));
+  EXPECT_FALSE(redop_valid(-1));
+}
+
+TEST(Settings, ReadsEnvironmentAndKeepsDefaultOnGarbage) {
+  setenv("BRAID_TIMEOUT", "2.5", 1);
+  setenv("BRAID_CHUNKS", "notanumber", 1);
+  setenv("BRAID_DETERMINISTIC", "1", 1);
+  settings_reload();
+  EXPECT_DOUBLE_EQ(settings().timeout, 2.5);
+  EXPECT_EQ(settings().chunks, 0);
+  EXPECT_TRUE(settings().deterministic);
+  unsetenv("BRAID_TIMEOUT");
+  unsetenv("BRAID_CHUNKS");
+  unsetenv("BRAID_DETERMINISTIC");
+  settings_reload();
+  EXPECT_DOUBLE_EQ(settings().timeout, 30.0);
+}
+
+// docs/SETTINGS.md must list exactly the settings the code reads.
+TEST(Settings, DocumentedInOneTable) {
+  std::ifstream f(std::string(BRAID_SOURCE_DIR) + "/docs/SETTINGS.md");
+  ASSERT_TRUE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  std::set<std::string> documented;
+  const std::regex row(R"(\n\|\s*`(BRAID_[A-Z0-9_]+)`\s*\|)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), row); it != std::sregex_iterator(); ++it)
+    documented.insert((*it)[1]);
+  std::set<std::string> in_code;
+  for (const auto& s : setting_table()) in_code.insert(s.env_name);
+  EXPECT_EQ(documented, in_code);
+}
+
+std::string capture_log(const char* level, const char* subsys, void (*emit)()) {
+  char path[] = "/tmp/braid_log_testXXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  setenv("BRAID_DEBUG", level, 1);
+  setenv("BRAID_DEBUG_SUBSYS", subsys, 1);
+  setenv("BRAID_DEBUG_FILE", path, 1);
+  settings_reload();
+  emit();
+  unsetenv("BRAID_DEBUG");
+  unsetenv("BRAID_DEBUG_SUBSYS");
+  unsetenv("BRAID_DEBUG_FILE");
+  settings_reload();
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  unlink(path);
+  return ss.str();
+}
+
+TEST(Log, NcclFormat) {
+  const std::string out = capture_log("INFO", "INIT", [] {
+    log_set_device(1);
+    BRAID_INFO(Init, "hello %d", 42);
+    BRAID_INFO(Shm, "filtered out");
+    BRAID_WARN(Shm, "a warning");
+    log_set_device(-1);
+  });
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(^[^:\n]+:\d+:\d+ \[1\] BRAID INFO hello 42\n)")))
+      << out;
+  EXPECT_EQ(out.find("filtered out"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\n\n[^:\n]+:\d+:\d+ \[1\] BRAID WARN common_test\.cpp:\d+ a warning\n)")))
+      << out;
+}
+
+TEST(Log, InvertedSubsystemsAndLevels) {
+  const std::string out = capture_log("WARN", "^SHM", [] {
+    BRAID_INFO(Init, "info hidden at WARN");
+    BRAID_WARN(Init, "shown");
+  });
+  EXPECT_EQ(out.find("info hidden"), std::string::npos);
+  EXPECT_NE(out.find("shown"), std::string::npos);
+  const std::string out2 = capture_log("INFO", "^SHM", [] {
+    BRAID_INFO(Shm, "shm hidden");
+    BRAID_INFO(Topo, "topo shown");
+  });
+  EXPECT_EQ(out2.find("shm hidden"), std::string::npos);
+  EXPECT_NE(out2.find("topo shown"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace braid
