@@ -1,0 +1,3 @@
+from braid.cli import main
+
+raise SystemExit(main())

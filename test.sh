@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds braid and runs its tests. Without a GPU (or without nvcc) the GPU-labelled tests are
+# skipped, as in CI; on the GPU machine every test runs.
+set -euo pipefail
+cd "$(dirname "$0")"
+build=${BRAID_BUILD_DIR:-build}
+jobs=$(nproc)
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${BRAID_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j "$jobs"
+
+# The Python command line's own tests (fast, no GPU).
+PYTHONPATH=python python3 -m unittest discover -s python/tests -q
+
+labels=(-LE gpu)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
+   && grep -q '^BRAID_HAVE_CUDA:INTERNAL=1' "$build/CMakeCache.txt" 2>/dev/null; then
+  labels=()
+fi
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "${labels[@]}"
