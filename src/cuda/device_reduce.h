@@ -1,0 +1,29 @@
+// Reductions on the GPU for the device placement (REDUCE into a device buffer) and for finishing
+// PreMulSum / Avg, with the host kernels' semantics (src/reduce/reduce.h): low-precision types
+// combine in fp32 and round once per call to nearest even; integers wrap.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/types.h"
+
+namespace braid::cuda {
+
+// The PreMulSum scalar in the element type's own bytes (as ncclRedOpCreatePreMulSum gets it).
+struct DeviceScalar {
+  alignas(8) unsigned char bytes[8] = {};
+};
+
+// dst[i] = A(dst[i]) op B(src[i]); A/B multiply by the scalar when scale_dst/scale_src (PreMulSum).
+cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
+                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream);
+// dst[i] = scalar * src[i] (dst may equal src).
+cudaError_t scale(DataType type, void* dst, const void* src, size_t n, const DeviceScalar& scalar,
+                  cudaStream_t stream);
+// data[i] /= divisor (integer Avg; floats multiply by 1/divisor).
+cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream);
+
+}  // namespace braid::cuda
