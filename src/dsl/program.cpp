@@ -33,8 +33,9 @@ ElementRange chunk_elements(uint64_t count, int chunks, int index) {
   const uint64_t block = static_cast<uint64_t>(index) / c;
   const uint64_t part = static_cast<uint64_t>(index) % c;
   // count*part may exceed 64 bits only for absurd counts; use 128-bit to be exact anyway.
+  __extension__ typedef unsigned __int128 uint128;  // __extension__: -Wpedantic accepts it
   const auto at = [&](uint64_t p) {
-    return static_cast<uint64_t>(static_cast<unsigned __int128>(count) * p / c);
+    return static_cast<uint64_t>(static_cast<uint128>(count) * p / c);
   };
   return {block * count + at(part), block * count + at(part + 1)};
 }
