@@ -138,7 +138,8 @@ void add_nvlinks(Topology* t, const std::vector<int>& gpu_ids) {
       ++links_added;
     }
   }
-  // Links ending elsewhere go to NVSwitches; one node stands for the switch plane.
+  // Links ending elsewhere go to NVSwitches (NVML reports them as device type 2 with bus id
+  // ffffffff:ff:ff.0, as on our 2x H200 VM); one node stands for the server's switch plane.
   int switch_id = -1;
   for (size_t i = 0; i < gpu_ids.size(); ++i) {
     if (counts.to_other[i] == 0) continue;

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
+#include "common/log.h"
 #include "topo/discover.h"
 
 namespace braid::topo {
@@ -35,6 +37,8 @@ struct Nvml {
   NvmlReturn (*handle_by_bus_id)(const char*, NvmlDevice*) = nullptr;
   NvmlReturn (*link_state)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*remote_pci)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
+  NvmlReturn (*own_pci)(NvmlDevice, NvmlPciInfo*) = nullptr;  // optional
+  NvmlReturn (*remote_type)(NvmlDevice, unsigned, int*) = nullptr;  // optional
 
   ~Nvml() {
     if (init != nullptr && shutdown != nullptr && initialized) shutdown();
@@ -77,6 +81,8 @@ bool query_nvlinks(const std::vector<std::string>& gpu_bus_ids, NvLinkCounts* ou
     *why = "libnvidia-ml.so.1 lacks an NVLink entry point";
     return false;
   }
+  find_symbol(nvml.library, "nvmlDeviceGetPciInfo_v3", &nvml.own_pci);
+  find_symbol(nvml.library, "nvmlDeviceGetNvLinkRemoteDeviceType", &nvml.remote_type);
   if (nvml.init() != kNvmlSuccess) {
     *why = "nvmlInit_v2 failed";
     return false;
@@ -87,12 +93,22 @@ bool query_nvlinks(const std::vector<std::string>& gpu_bus_ids, NvLinkCounts* ou
   NvLinkCounts counts;
   counts.between.assign(count, std::vector<int>(count, 0));
   counts.to_other.assign(count, 0);
+  std::vector<NvmlDevice> devices(count, nullptr);
+  // Each GPU's id as sysfs spells it and as NVML reports it (they differ in some VMs).
+  std::vector<std::string> sysfs_ids(count), nvml_ids(count);
   for (size_t i = 0; i < count; ++i) {
-    NvmlDevice device = nullptr;
-    if (nvml.handle_by_bus_id(gpu_bus_ids[i].c_str(), &device) != kNvmlSuccess) {
+    if (nvml.handle_by_bus_id(gpu_bus_ids[i].c_str(), &devices[i]) != kNvmlSuccess) {
       *why = "nvmlDeviceGetHandleByPciBusId_v2 failed for " + gpu_bus_ids[i];
       return false;
     }
+    sysfs_ids[i] = normalize_pci_bus_id(gpu_bus_ids[i]);
+    NvmlPciInfo own;
+    std::memset(&own, 0, sizeof(own));
+    if (nvml.own_pci != nullptr && nvml.own_pci(devices[i], &own) == kNvmlSuccess)
+      nvml_ids[i] = normalize_pci_bus_id(std::string(own.bus_id, strnlen(own.bus_id, sizeof(own.bus_id))));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    NvmlDevice device = devices[i];
     for (unsigned link = 0; link < kNvmlMaxLinks; ++link) {
       int state = 0;
       if (nvml.link_state(device, link, &state) != kNvmlSuccess || state != kNvmlFeatureEnabled) continue;
@@ -106,9 +122,14 @@ bool query_nvlinks(const std::vector<std::string>& gpu_bus_ids, NvLinkCounts* ou
         std::snprintf(buffer, sizeof(buffer), "%04x:%02x:%02x.0", remote.domain, remote.bus, remote.device);
         remote_id = buffer;
       }
+      int remote_kind = -1;
+      if (nvml.remote_type != nullptr && nvml.remote_type(device, link, &remote_kind) != kNvmlSuccess)
+        remote_kind = -1;
+      BRAID_TRACE(Topo, "NVML: %s link %u is up, far end %s (type %d)", gpu_bus_ids[i].c_str(), link,
+                  remote_id.c_str(), remote_kind);
       bool matched = false;
       for (size_t j = 0; j < count && !remote_id.empty(); ++j) {
-        if (j != i && normalize_pci_bus_id(gpu_bus_ids[j]) == remote_id) {
+        if (j != i && (sysfs_ids[j] == remote_id || nvml_ids[j] == remote_id)) {
           ++counts.between[i][j];
           matched = true;
           break;

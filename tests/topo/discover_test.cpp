@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "topo/discover.h"
@@ -49,6 +50,7 @@ TEST(Discover, ThisMachine) {
   ASSERT_EQ(load_topology_json(save_topology_json(t), &again), Result::Success) << last_error();
   EXPECT_EQ(again.nodes.size(), t.nodes.size());
   EXPECT_EQ(rank_numa(t, 3).size(), 3u);
+  if (t.gpu_count() > 0) std::cout << save_topology_json(t);  // to compare with the bundled file
 }
 
 struct FakeSysfs {
