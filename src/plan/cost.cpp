@@ -144,19 +144,24 @@ Result estimate(const dsl::Program& program, const topo::Topology& topology, siz
       else if (ins.dst.is_device()) bytes = static_cast<double>(dsl::chunk_elements(count, program.chunks, ins.dst.index).size() * elem);
       switch (ins.op) {
         case dsl::Opcode::D2H:
+          // DMA writes land in the slot's node memory; the host side is a shared resource too.
           ledger.move(gpu, numa_node(ins.dst), bytes);
+          ledger.host_memory(ins.dst.numa, bytes);
           cost.uploads++;
           cost.uploads_per_gpu[gi]++;
           cost.upload_bytes_per_gpu[gi] += bytes;
           break;
         case dsl::Opcode::H2H: {
           const auto& route = ledger.move(numa_node(ins.src), numa_node(ins.dst), bytes);
+          ledger.host_memory(ins.src.numa, bytes);
+          ledger.host_memory(ins.dst.numa, bytes);
           if (uses_kind(topology, route, topo::LinkKind::InterSocket)) cost.inter_socket_crossings++;
           if (uses_kind(topology, route, topo::LinkKind::Network)) cost.network_crossings++;
           break;
         }
         case dsl::Opcode::H2D:
           ledger.move(numa_node(ins.src), gpu, bytes);
+          ledger.host_memory(ins.src.numa, bytes);
           cost.downloads++;
           cost.downloads_per_gpu[gi]++;
           cost.download_bytes_per_gpu[gi] += bytes;
@@ -169,6 +174,7 @@ Result estimate(const dsl::Program& program, const topo::Topology& topology, siz
             cost.host_reduce_bytes += bytes;
           } else {
             ledger.move(numa_node(ins.src), gpu, bytes);
+            ledger.host_memory(ins.src.numa, bytes);
             ledger.gpu_memory(gpu, 3 * bytes);
             cost.downloads++;
             cost.downloads_per_gpu[gi]++;

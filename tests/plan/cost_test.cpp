@@ -1,0 +1,140 @@
+// The cost model: HyLink's Figure 1 counts, its time ordering, and choose_plan's consistency.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "plan/cost.h"
+#include "plan/generate.h"
+#include "topo/topology.h"
+
+namespace braid::plan {
+namespace {
+
+topo::Topology load(const std::string& name) {
+  topo::Topology t;
+  EXPECT_EQ(topo::load_topology(name, &t), Result::Success) << name;
+  return t;
+}
+
+ProgramCost cost_of(Collective c, int ranks, const topo::Topology& t, GenerateOptions o, size_t count) {
+  dsl::Program p;
+  EXPECT_EQ(generate(c, ranks, t, o, &p), Result::Success);
+  ProgramCost cost;
+  EXPECT_EQ(estimate(p, t, count, DataType::Float32, CostOptions{}, &cost), Result::Success);
+  return cost;
+}
+
+// HyLink Fig. 1(b)/(c): 4-GPU AllGather, one chunk per GPU, GPUs 0,1 on socket 0 and 2,3 on 1.
+TEST(Cost, ReproducesHyLinkFigure1) {
+  const topo::Topology t = load("hylink-3090x4");
+  const size_t count = size_t{16} << 20;  // 64 MiB per GPU
+  GenerateOptions o;
+  o.chunks = 1;
+  o.algorithm = GenerateOptions::Algorithm::Ring;
+  const ProgramCost ring = cost_of(Collective::AllGather, 4, t, o, count);
+  EXPECT_EQ(ring.uploads, 12);
+  EXPECT_EQ(ring.uploads_per_gpu, (std::vector<int>{3, 3, 3, 3}));
+  EXPECT_EQ(ring.inter_socket_crossings, 6);
+
+  o.algorithm = GenerateOptions::Algorithm::Hierarchical;
+  const ProgramCost hier = cost_of(Collective::AllGather, 4, t, o, count);
+  EXPECT_EQ(hier.uploads, 4);
+  EXPECT_EQ(hier.uploads_per_gpu, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(hier.inter_socket_crossings, 4);
+  // Both download the 3 other GPUs' chunks.
+  EXPECT_EQ(hier.downloads_per_gpu, (std::vector<int>{3, 3, 3, 3}));
+  EXPECT_EQ(ring.downloads_per_gpu, (std::vector<int>{3, 3, 3, 3}));
+
+  // Fewer uploads on the same PCIe links: the hierarchical program is faster.
+  EXPECT_LT(hier.seconds, ring.seconds);
+  // Ring: each GPU's upload direction carries 3 chunks of 64 MiB at 13 GB/s.
+  const double chunk_bytes = static_cast<double>(count) * 4;
+  EXPECT_NEAR(ring.transfer_seconds, 3 * chunk_bytes / 13e9, 1e-9);
+  // Hierarchical: the download direction (3 chunks) is now the busiest.
+  EXPECT_NEAR(hier.transfer_seconds, 3 * chunk_bytes / 13e9, 1e-9);
+  EXPECT_GT(ring.critical_path, hier.critical_path);
+}
+
+TEST(Cost, CountsHostReductionAndCrossingsForAllReduce) {
+  const topo::Topology t = load("hylink-3090x4");
+  GenerateOptions o;
+  o.chunks = 2;
+  const size_t count = 1 << 20;
+  const ProgramCost host = cost_of(Collective::AllReduce, 4, t, o, count);
+  // Per chunk: one local reduce per socket, one remote partial reduced at home = 3 reduces.
+  const double chunk_bytes = count / 2 * 4.0;
+  EXPECT_DOUBLE_EQ(host.host_reduce_bytes, 2 * 3 * chunk_bytes);
+  // Per chunk: a partial goes home, the result comes back: 2 crossings.
+  EXPECT_EQ(host.inter_socket_crossings, 4);
+  EXPECT_EQ(host.uploads_per_gpu, (std::vector<int>{2, 2, 2, 2}));
+  EXPECT_EQ(host.downloads_per_gpu, (std::vector<int>{2, 2, 2, 2}));
+
+  o.placement = ReducePlacement::Device;
+  const ProgramCost device = cost_of(Collective::AllReduce, 4, t, o, count);
+  EXPECT_EQ(device.host_reduce_bytes, 0);
+  // Each of 4 contributions per chunk crosses to the other socket once.
+  EXPECT_EQ(device.inter_socket_crossings, 2 * 4);
+  // Every GPU takes 3 (or 4 when not first in the order) contributions per chunk from host memory.
+  for (int d : device.downloads_per_gpu) EXPECT_GE(d, 2 * 3);
+}
+
+TEST(Cost, BothWaysCapAppliesToBusyPcieLinks) {
+  topo::Topology t = load("h200x2");
+  GenerateOptions o;
+  o.chunks = 2;
+  o.placement = ReducePlacement::Device;
+  const size_t count = size_t{64} << 20;
+  const ProgramCost capped = cost_of(Collective::AllReduce, 2, t, o, count);
+  t.pcie_both_ways_gbps = 0;
+  const ProgramCost uncapped = cost_of(Collective::AllReduce, 2, t, o, count);
+  EXPECT_GT(capped.transfer_seconds, uncapped.transfer_seconds);
+}
+
+TEST(Cost, CriticalPathOfAHandWrittenChain) {
+  // D2H, then an H2D waiting for it, then a COPY waiting for nothing: longest chain 2.
+  dsl::Program p;
+  p.collective = Collective::AllReduce;
+  p.ranks = 1;
+  p.chunks = 1;
+  const dsl::Location in{dsl::Buffer::Input, 0, 0}, out{dsl::Buffer::Output, 0, 0}, h{dsl::Buffer::Host, 0, 0};
+  p.rank_instructions = {{{dsl::Opcode::D2H, in, h, {}}, {dsl::Opcode::H2D, h, out, {{h, 1}}}, {dsl::Opcode::Copy, in, out, {{out, 1}}}}};
+  int length = 0;
+  ASSERT_EQ(critical_path(p, &length), Result::Success);
+  EXPECT_EQ(length, 3);
+  p.rank_instructions[0][0].deps = {{out, 1}};  // a cycle: D2H waits for the H2D that waits for it
+  EXPECT_EQ(critical_path(p, &length), Result::InvalidArgument);
+}
+
+// choose_plan returns the candidate the model itself ranks first.
+TEST(Cost, ChoosePlanPicksTheModelsBest) {
+  const topo::Topology t = load("h200x2");
+  const size_t bytes = size_t{256} << 20;
+  PlanChoice choice;
+  ASSERT_EQ(choose_plan(Collective::AllReduce, 2, t, bytes, DataType::Float32, &choice), Result::Success);
+  double best_host = 1e30, best_device = 1e30;
+  for (int chunks : chunk_candidates(Collective::AllReduce, 2)) {
+    for (ReducePlacement pl : {ReducePlacement::Host, ReducePlacement::Device}) {
+      GenerateOptions o;
+      o.placement = pl;
+      o.chunks = chunks;
+      const double s = cost_of(Collective::AllReduce, 2, t, o, count_for_bytes(Collective::AllReduce, 2, bytes, DataType::Float32)).seconds;
+      (pl == ReducePlacement::Host ? best_host : best_device) = std::min(pl == ReducePlacement::Host ? best_host : best_device, s);
+      EXPECT_GE(s, choice.seconds * (1 - 1e-12));
+    }
+  }
+  EXPECT_DOUBLE_EQ(choice.seconds, std::min(best_host, best_device));
+  EXPECT_EQ(choice.placement, best_device < best_host ? ReducePlacement::Device : ReducePlacement::Host);
+  std::printf("h200x2 allreduce 2 ranks 256 MB: host %.3f ms, device %.3f ms -> %s, %d chunks\n",
+              best_host * 1e3, best_device * 1e3, std::string(placement_name(choice.placement)).c_str(), choice.chunks);
+
+  // generate() with chunks = 0 and Auto placement makes the same choice.
+  GenerateOptions o;
+  o.placement = ReducePlacement::Auto;
+  o.bytes = bytes;
+  dsl::Program p;
+  ASSERT_EQ(generate(Collective::AllReduce, 2, t, o, &p), Result::Success);
+  EXPECT_EQ(p.chunks, choice.chunks);
+}
+
+}  // namespace
+}  // namespace braid::plan
