@@ -21,8 +21,14 @@ inline float bits_float(uint32_t u) {
 // A narrow binary float: kExpBits exponent bits, kManBits mantissa bits, bias kBias.
 // kSaturate: overflow and infinity become the largest finite value (fp8, __NV_SATFINITE);
 // otherwise overflow becomes infinity (IEEE fp16). kMaxFinite/kNaN are magnitude codes.
-template <int kExpBits, int kManBits, int kBias, bool kSaturate, uint32_t kMaxFinite, uint32_t kNaN>
+template <int ExpBits, int ManBits, int Bias, bool Saturate, uint32_t MaxFinite, uint32_t NaN>
 struct NarrowFloat {
+  static constexpr int kExpBits = ExpBits;
+  static constexpr int kManBits = ManBits;
+  static constexpr int kBias = Bias;
+  static constexpr bool kSaturate = Saturate;
+  static constexpr uint32_t kMaxFinite = MaxFinite;
+  static constexpr uint32_t kNaN = NaN;
   static constexpr int kBits = 1 + kExpBits + kManBits;
   static constexpr uint32_t kMagMask = (1u << (kExpBits + kManBits)) - 1;
   // Magnitudes below this (fp32 bits) land in the narrow format's subnormal range.
@@ -32,6 +38,8 @@ struct NarrowFloat {
   static constexpr uint32_t kMagicBits = uint32_t(kSubnormalStepExp + 23 + 127) << 23;
   // fp8 e4m3 has no infinity: only S.1111.111 is special (NaN).
   static constexpr bool kHasInf = kMaxFinite != kNaN - 1;
+  // The largest magnitude code a rounded result may take: +1 is the infinity code.
+  static constexpr uint32_t kLimit = kSaturate ? kMaxFinite : kMaxFinite + 1;
 
   static uint32_t encode(float f) {
     const uint32_t bits = float_bits(f);
@@ -46,8 +54,7 @@ struct NarrowFloat {
       const uint32_t rounded = abs + ((1u << (22 - kManBits)) - 1) + ((abs >> (23 - kManBits)) & 1);
       code = (rounded >> (23 - kManBits)) - (uint32_t(127 - kBias) << kManBits);
     }
-    const uint32_t limit = kSaturate ? kMaxFinite : kMaxFinite + 1;  // +1: the infinity code
-    if (code > limit) code = limit;
+    if (code > kLimit) code = kLimit;
     return sign | code;
   }
 

@@ -4,6 +4,9 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#include <cstring>
+
+#include "reduce/float_codecs.h"
 #include "reduce/kernel.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -13,6 +16,277 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 size_t VectorBytes() { return hn::Lanes(hn::ScalableTag<uint8_t>()); }
+
+// ---------------------------------------------------------------- loading and storing
+// Each Io reads one vector of D's lanes worth of stored elements (any alignment) and widens
+// them to D's lane type, and narrows back on store.
+
+template <class T> struct PlainIo {
+  using D = hn::ScalableTag<T>;
+  static constexpr size_t kSize = sizeof(T);
+  static hn::Vec<D> Load(D d, const uint8_t* p) { return hn::LoadU(d, reinterpret_cast<const T*>(p)); }
+  static void Store(D d, hn::Vec<D> v, uint8_t* p) { hn::StoreU(v, d, reinterpret_cast<T*>(p)); }
+};
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+
+// Narrow float formats by bit arithmetic, the same recipe as float_codecs.h.
+template <class Fmt> hn::Vec<DU> EncodeNarrow(hn::Vec<DF> v) {
+  const DF d;
+  const DU du;
+  const DI di;
+  constexpr int kMan = Fmt::kManBits;
+  const auto bits = hn::BitCast(du, v);
+  const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto abs_i = hn::BitCast(di, abs);
+  const auto sign = hn::ShiftLeft<Fmt::kBits - 1>(hn::ShiftRight<31>(bits));
+  // Normal range: round the mantissa to nearest even on the bits, then rebias the exponent.
+  const auto lsb = hn::And(hn::ShiftRight<23 - kMan>(abs), hn::Set(du, 1u));
+  const auto rounded = hn::Add(hn::Add(abs, hn::Set(du, (1u << (22 - kMan)) - 1)), lsb);
+  const auto normal = hn::Sub(hn::ShiftRight<23 - kMan>(rounded), hn::Set(du, uint32_t(127 - Fmt::kBias) << kMan));
+  // Subnormal range: adding a power of two makes the FPU round to a multiple of the step.
+  const auto magic = hn::Set(d, bits_float(Fmt::kMagicBits));
+  const auto sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(d, abs), magic)), hn::Set(du, Fmt::kMagicBits));
+  const auto is_sub = hn::Lt(abs_i, hn::Set(di, int32_t(Fmt::kMinNormalBits)));
+  auto code = hn::BitCast(di, hn::IfThenElse(hn::RebindMask(du, is_sub), sub, normal));
+  code = hn::Min(code, hn::Set(di, int32_t(Fmt::kLimit)));
+  const auto is_nan = hn::Gt(abs_i, hn::Set(di, 0x7F800000));
+  code = hn::IfThenElse(is_nan, hn::Set(di, int32_t(Fmt::kNaN)), code);
+  return hn::Or(hn::BitCast(du, code), sign);
+}
+
+template <class Fmt> hn::Vec<DF> DecodeNarrow(hn::Vec<DU> code) {
+  const DF d;
+  const DU du;
+  const DI di;
+  constexpr int kMan = Fmt::kManBits;
+  const auto sign = hn::ShiftLeft<31>(hn::ShiftRight<Fmt::kBits - 1>(code));
+  const auto mag = hn::And(code, hn::Set(du, Fmt::kMagMask));
+  const auto normal = hn::Add(hn::ShiftLeft<23 - kMan>(mag), hn::Set(du, uint32_t(127 - Fmt::kBias) << 23));
+  const auto step = hn::Set(d, bits_float(uint32_t(Fmt::kSubnormalStepExp + 127) << 23));
+  const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(d, hn::BitCast(di, mag)), step));
+  const auto is_sub = hn::Lt(hn::BitCast(di, mag), hn::Set(di, 1 << kMan));
+  auto bits = hn::IfThenElse(hn::RebindMask(du, is_sub), sub, normal);
+  if constexpr (Fmt::kHasInf) {
+    const auto is_special = hn::Gt(hn::BitCast(di, mag), hn::Set(di, int32_t(Fmt::kMaxFinite)));
+    const auto special = hn::Or(hn::Set(du, 0x7F800000u),
+                                hn::ShiftLeft<23 - kMan>(hn::And(mag, hn::Set(du, (1u << kMan) - 1))));
+    bits = hn::IfThenElse(hn::RebindMask(du, is_special), special, bits);
+  } else {
+    bits = hn::IfThenElse(hn::Eq(mag, hn::Set(du, Fmt::kNaN)), hn::Set(du, 0x7FC00000u), bits);
+  }
+  return hn::BitCast(d, hn::Or(bits, sign));
+}
+
+struct Bf16Io {
+  using D = DF;
+  static constexpr size_t kSize = 2;
+  static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    const auto wide = hn::PromoteTo(DU(), hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
+    return hn::BitCast(d, hn::ShiftLeft<16>(wide));
+  }
+  static void Store(D, hn::Vec<D> v, uint8_t* p) {
+    const DU du;
+    const DI di;
+    const hn::Rebind<uint16_t, D> d16;
+    const auto bits = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
+    const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), lsb);
+    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
+    const auto quiet_nan = hn::Or(bits, hn::Set(du, 0x00400000u));
+    const auto out = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, rounded));
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, out)), d16, reinterpret_cast<uint16_t*>(p));
+  }
+};
+
+template <class Fmt> struct Narrow16Io {
+  using D = DF;
+  static constexpr size_t kSize = 2;
+  static hn::Vec<D> Load(D, const uint8_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    return DecodeNarrow<Fmt>(hn::PromoteTo(DU(), hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
+  }
+  static void Store(D, hn::Vec<D> v, uint8_t* p) {
+    const hn::Rebind<uint16_t, D> d16;
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(DI(), EncodeNarrow<Fmt>(v))), d16, reinterpret_cast<uint16_t*>(p));
+  }
+};
+
+template <class Fmt> struct Narrow8Io {
+  using D = DF;
+  static constexpr size_t kSize = 1;
+  static hn::Vec<D> Load(D, const uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    return DecodeNarrow<Fmt>(hn::PromoteTo(DU(), hn::LoadU(d8, p)));
+  }
+  static void Store(D, hn::Vec<D> v, uint8_t* p) {
+    const hn::Rebind<uint8_t, D> d8;
+    hn::StoreU(hn::DemoteTo(d8, hn::BitCast(DI(), EncodeNarrow<Fmt>(v))), d8, p);
+  }
+};
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+// F16C converts with round-to-nearest-even in hardware (AVX2 and later targets).
+struct Fp16Io {
+  using D = DF;
+  static constexpr size_t kSize = 2;
+  static hn::Vec<D> Load(D d, const uint8_t* p) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static void Store(D, hn::Vec<D> v, uint8_t* p) {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+  }
+};
+#else
+// Highway 1.0.3's software fp16 conversion truncates; use the exact bit recipe instead.
+using Fp16Io = Narrow16Io<Fp16Format>;
+#endif
+
+// ---------------------------------------------------------------- operations
+
+struct SumOp {
+  static constexpr bool kReadsDst = true;
+  template <class D, class V> V operator()(D, V a, V b) const { return hn::Add(a, b); }
+};
+struct ProdOp {
+  static constexpr bool kReadsDst = true;
+  template <class D, class V> V operator()(D, V a, V b) const { return hn::Mul(a, b); }
+};
+// Float min/max: NaN wins, -0 < +0 (see reduce.h). Integers: plain min/max.
+template <bool kMin> struct MinMaxOp {
+  static constexpr bool kReadsDst = true;
+  template <class D, class V> V operator()(D, V a, V b) const {
+    if constexpr (hwy::IsFloat<hn::TFromV<V>>()) {
+      auto m = kMin ? hn::Min(a, b) : hn::Max(a, b);
+      m = hn::IfThenElse(hn::Eq(a, b), kMin ? hn::Or(a, b) : hn::And(a, b), m);
+      const auto nan = hn::Or(hn::IsNaN(a), hn::IsNaN(b));  // (Ne is ordered: false for NaN)
+      return hn::IfThenElse(nan, hn::Add(a, b), m);
+    } else {
+      return kMin ? hn::Min(a, b) : hn::Max(a, b);
+    }
+  }
+};
+template <class V, bool kScaleDst, bool kScaleSrc> struct PreMulOp {
+  static constexpr bool kReadsDst = true;
+  V s;
+  template <class D> V operator()(D, V a, V b) const {
+    const V x = kScaleDst ? hn::Mul(s, a) : a;
+    const V y = kScaleSrc ? hn::Mul(s, b) : b;
+    return hn::Add(x, y);
+  }
+};
+template <class V> struct ScaleOp {
+  static constexpr bool kReadsDst = false;
+  V s;
+  template <class D> V operator()(D, V, V b) const { return hn::Mul(s, b); }
+};
+
+// ---------------------------------------------------------------- the loop
+
+template <class Io, class Op>
+HWY_INLINE void Loop(uint8_t* HWY_RESTRICT dst, const uint8_t* HWY_RESTRICT src, size_t n, const Op& op) {
+  using D = typename Io::D;
+  const D d;
+  const size_t lanes = hn::Lanes(d);
+  constexpr size_t kSize = Io::kSize;
+  auto load_dst = [&](const uint8_t* p) { return Op::kReadsDst ? Io::Load(d, p) : hn::Zero(d); };
+  size_t i = 0;
+  if (n >= 4 * lanes) {
+    for (; i <= n - 4 * lanes; i += 4 * lanes) {
+      uint8_t* o = dst + i * kSize;
+      const uint8_t* x = src + i * kSize;
+      const size_t step = lanes * kSize;
+      const auto a0 = load_dst(o), a1 = load_dst(o + step), a2 = load_dst(o + 2 * step), a3 = load_dst(o + 3 * step);
+      const auto b0 = Io::Load(d, x), b1 = Io::Load(d, x + step), b2 = Io::Load(d, x + 2 * step),
+                 b3 = Io::Load(d, x + 3 * step);
+      Io::Store(d, op(d, a0, b0), o);
+      Io::Store(d, op(d, a1, b1), o + step);
+      Io::Store(d, op(d, a2, b2), o + 2 * step);
+      Io::Store(d, op(d, a3, b3), o + 3 * step);
+    }
+  }
+  for (; i + lanes <= n; i += lanes) {
+    Io::Store(d, op(d, load_dst(dst + i * kSize), Io::Load(d, src + i * kSize)), dst + i * kSize);
+  }
+  if (i < n) {
+    // The last partial vector goes through a buffer so no byte outside the arrays is touched.
+    alignas(64) uint8_t a[HWY_MAX_BYTES * 2] = {};
+    alignas(64) uint8_t b[HWY_MAX_BYTES * 2] = {};
+    const size_t bytes = (n - i) * kSize;
+    std::memcpy(a, dst + i * kSize, bytes);
+    std::memcpy(b, src + i * kSize, bytes);
+    Io::Store(d, op(d, load_dst(a), Io::Load(d, b)), a);
+    std::memcpy(dst + i * kSize, a, bytes);
+  }
+}
+
+// Runs one kernel for a float element type; every kernel has a SIMD version.
+template <class Io> bool RunFloatIo(const KernelArgs& args) {
+  using D = typename Io::D;
+  using T = hn::TFromD<D>;
+  using V = hn::Vec<D>;
+  const D d;
+  auto* dst = static_cast<uint8_t*>(args.dst);
+  const auto* src = static_cast<const uint8_t*>(args.src);
+  const V s = hn::Set(d, static_cast<T>(args.float_scalar));
+  switch (args.kernel) {
+    case Kernel::Sum: Loop<Io>(dst, src, args.n, SumOp()); return true;
+    case Kernel::Prod: Loop<Io>(dst, src, args.n, ProdOp()); return true;
+    case Kernel::Min: Loop<Io>(dst, src, args.n, MinMaxOp<true>()); return true;
+    case Kernel::Max: Loop<Io>(dst, src, args.n, MinMaxOp<false>()); return true;
+    case Kernel::PreMulBoth: Loop<Io>(dst, src, args.n, PreMulOp<V, true, true>{s}); return true;
+    case Kernel::PreMulDst: Loop<Io>(dst, src, args.n, PreMulOp<V, true, false>{s}); return true;
+    case Kernel::PreMulSrc: Loop<Io>(dst, src, args.n, PreMulOp<V, false, true>{s}); return true;
+    case Kernel::Scale: Loop<Io>(dst, src, args.n, ScaleOp<V>{s}); return true;
+  }
+  return false;
+}
+
+// Integers: sums and min/max for all widths; products and pre-multiplies for 32-bit only
+// (Highway 1.0.3 has no 8- or 64-bit lane multiply); the rest falls back to portable code.
+template <class T> bool RunIntIo(const KernelArgs& args) {
+  using Io = PlainIo<T>;
+  using D = typename Io::D;
+  using V = hn::Vec<D>;
+  auto* dst = static_cast<uint8_t*>(args.dst);
+  const auto* src = static_cast<const uint8_t*>(args.src);
+  switch (args.kernel) {
+    case Kernel::Sum: Loop<Io>(dst, src, args.n, SumOp()); return true;
+    case Kernel::Min: Loop<Io>(dst, src, args.n, MinMaxOp<true>()); return true;
+    case Kernel::Max: Loop<Io>(dst, src, args.n, MinMaxOp<false>()); return true;
+    default: break;
+  }
+  if constexpr (sizeof(T) == 4) {
+    const V s = hn::Set(D(), static_cast<T>(args.int_scalar));
+    switch (args.kernel) {
+      case Kernel::Prod: Loop<Io>(dst, src, args.n, ProdOp()); return true;
+      case Kernel::PreMulBoth: Loop<Io>(dst, src, args.n, PreMulOp<V, true, true>{s}); return true;
+      case Kernel::PreMulDst: Loop<Io>(dst, src, args.n, PreMulOp<V, true, false>{s}); return true;
+      case Kernel::PreMulSrc: Loop<Io>(dst, src, args.n, PreMulOp<V, false, true>{s}); return true;
+      case Kernel::Scale: Loop<Io>(dst, src, args.n, ScaleOp<V>{s}); return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+bool RunF32(const KernelArgs& a) { return RunFloatIo<PlainIo<float>>(a); }
+bool RunF64(const KernelArgs& a) { return RunFloatIo<PlainIo<double>>(a); }
+bool RunBf16(const KernelArgs& a) { return RunFloatIo<Bf16Io>(a); }
+bool RunFp16(const KernelArgs& a) { return RunFloatIo<Fp16Io>(a); }
+bool RunE4m3(const KernelArgs& a) { return RunFloatIo<Narrow8Io<E4m3Format>>(a); }
+bool RunE5m2(const KernelArgs& a) { return RunFloatIo<Narrow8Io<E5m2Format>>(a); }
+bool RunI8(const KernelArgs& a) { return RunIntIo<int8_t>(a); }
+bool RunU8(const KernelArgs& a) { return RunIntIo<uint8_t>(a); }
+bool RunI32(const KernelArgs& a) { return RunIntIo<int32_t>(a); }
+bool RunU32(const KernelArgs& a) { return RunIntIo<uint32_t>(a); }
+bool RunI64(const KernelArgs& a) { return RunIntIo<int64_t>(a); }
+bool RunU64(const KernelArgs& a) { return RunIntIo<uint64_t>(a); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace braid::reduce
@@ -34,7 +308,36 @@ namespace braid::reduce {
 HWY_EXPORT(TargetName);
 HWY_EXPORT(VectorBytes);
 
-bool run_simd(DataType, const KernelArgs&) { return false; }
+HWY_EXPORT(RunF32);
+HWY_EXPORT(RunF64);
+HWY_EXPORT(RunBf16);
+HWY_EXPORT(RunFp16);
+HWY_EXPORT(RunE4m3);
+HWY_EXPORT(RunE5m2);
+HWY_EXPORT(RunI8);
+HWY_EXPORT(RunU8);
+HWY_EXPORT(RunI32);
+HWY_EXPORT(RunU32);
+HWY_EXPORT(RunI64);
+HWY_EXPORT(RunU64);
+
+bool run_simd(DataType type, const KernelArgs& args) {
+  switch (type) {
+    case DataType::Float32: return HWY_DYNAMIC_DISPATCH(RunF32)(args);
+    case DataType::Float64: return HWY_DYNAMIC_DISPATCH(RunF64)(args);
+    case DataType::Bfloat16: return HWY_DYNAMIC_DISPATCH(RunBf16)(args);
+    case DataType::Float16: return HWY_DYNAMIC_DISPATCH(RunFp16)(args);
+    case DataType::Float8e4m3: return HWY_DYNAMIC_DISPATCH(RunE4m3)(args);
+    case DataType::Float8e5m2: return HWY_DYNAMIC_DISPATCH(RunE5m2)(args);
+    case DataType::Int8: return HWY_DYNAMIC_DISPATCH(RunI8)(args);
+    case DataType::Uint8: return HWY_DYNAMIC_DISPATCH(RunU8)(args);
+    case DataType::Int32: return HWY_DYNAMIC_DISPATCH(RunI32)(args);
+    case DataType::Uint32: return HWY_DYNAMIC_DISPATCH(RunU32)(args);
+    case DataType::Int64: return HWY_DYNAMIC_DISPATCH(RunI64)(args);
+    case DataType::Uint64: return HWY_DYNAMIC_DISPATCH(RunU64)(args);
+  }
+  return false;
+}
 
 const char* simd_target() {
   apply_simd_setting_once();
