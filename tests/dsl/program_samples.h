@@ -134,7 +134,7 @@ inline Program allgather_all_h2d(int R, int C) {
 // In place: the own block already sits in out[]; only the peers' blocks move.
 inline Program allgather_inplace(int R, int C) {
   Builder b(Collective::AllGather, R, C);
-  for (int q = 0; q < R; ++q)
+  for (int q = 0; q < R && R > 1; ++q)
     for (int p = 0; p < C; ++p) b.add(q, Opcode::D2H, in(p), host(q * C + p));
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < R * C; ++i)
@@ -230,7 +230,10 @@ struct Sample {
   std::string name;
   Program program;
   bool out_of_place = true;  // valid (and minimal) without aliasing
-  bool in_place = true;      // valid (and minimal) with in-place aliasing
+  bool in_place = true;      // valid with in-place aliasing
+  // Minimal in place too (every instruction and dependency needed). Programs that rewrite a
+  // rank's own data into its aliased buffer are valid but not minimal in place.
+  bool minimal_in_place = true;
 };
 
 inline std::vector<Sample> all_samples() {
@@ -239,16 +242,16 @@ inline std::vector<Sample> all_samples() {
   for (int R = 1; R <= 3; ++R) {
     const std::string n = "_r" + std::to_string(R);
     const int root = R - 1;
-    s.push_back({"allreduce_host" + n, allreduce_host(R, 2), true, true});
+    s.push_back({"allreduce_host" + n, allreduce_host(R, 2), true, true, R > 1});
     s.push_back({"allreduce_device_copy" + n, allreduce_device_copy(R, 2), true, false});
     s.push_back({"allreduce_device_inplace" + n, allreduce_device_inplace(R, 2), false, true});
     s.push_back({"allgather_h2h" + n, allgather_h2h(R, 2), true, false});
-    s.push_back({"allgather_all_h2d" + n, allgather_all_h2d(R, 2), true, true});
+    s.push_back({"allgather_all_h2d" + n, allgather_all_h2d(R, 2), true, true, false});
     s.push_back({"allgather_inplace" + n, allgather_inplace(R, 2), false, true});
-    s.push_back({"reducescatter_host" + n, reducescatter_host(R, 2), true, true});
+    s.push_back({"reducescatter_host" + n, reducescatter_host(R, 2), true, true, R > 1});
     s.push_back({"broadcast_copy" + n, broadcast(R, 2, root, false), true, false});
     s.push_back({"broadcast_inplace" + n, broadcast(R, 3, root, true), false, true});
-    s.push_back({"reduce_host" + n, reduce_host(R, 2, root), true, true});
+    s.push_back({"reduce_host" + n, reduce_host(R, 2, root), true, true, R > 1});
     s.push_back({"reduce_device" + n, reduce_device(R, 2, 0), true, false});
     s.push_back({"alltoall_copy" + n, alltoall(R, 2, false), true, false});
     s.push_back({"alltoall_inplace" + n, alltoall(R, 2, true), false, true});
