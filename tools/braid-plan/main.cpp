@@ -1,0 +1,189 @@
+// braid-plan: generate a collective's PCIe program for a topology, print it with the cost model's
+// prediction, and prove it with the validator.
+//   braid-plan allreduce --ranks 4 --topo hylink-3090x4 [--placement host|device|auto]
+//              [--chunks N] [--algorithm hierarchical|ring] [--bytes 64M] [--dtype float]
+//              [--root R] [--deterministic] [--in-place] [--cost-only]
+//   braid-plan --list-topologies
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "dsl/text.h"
+#include "dsl/validator.h"
+#include "plan/cost.h"
+#include "plan/generate.h"
+#include "topo/topology.h"
+
+namespace {
+
+using namespace braid;
+
+// "64M", "1G", "4096", "256KiB" -> bytes (K/M/G are powers of 1024, as nccl-tests reads them).
+std::optional<size_t> parse_bytes(const std::string& text) {
+  size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string suffix = text.substr(pos);
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix == "B") suffix.clear();
+  if (suffix.size() > 1 && (suffix.substr(1) == "IB" || suffix.substr(1) == "B")) suffix = suffix.substr(0, 1);
+  int shift = 0;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K") shift = 10;
+  else if (suffix == "M") shift = 20;
+  else if (suffix == "G") shift = 30;
+  else return std::nullopt;
+  if (value == 0 || value > (~0ull >> shift)) return std::nullopt;
+  return static_cast<size_t>(value << shift);
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  return s;
+}
+
+// nccl-tests' algbw: the message size (whole output for the gathering collectives) per second.
+double algbw_gbps(size_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Generate, cost and validate a braid PCIe collective program"};
+  std::string collective_text;
+  int ranks = 0;
+  std::string topo_name;
+  std::string placement_text = "auto";
+  int chunks = 0;
+  std::string algorithm_text = "hierarchical";
+  std::string bytes_text = "64M";
+  std::string dtype_text = "float";
+  int root = 0;
+  bool deterministic = false, in_place = false, cost_only = false, list_topologies = false;
+  app.add_option("collective", collective_text, "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
+  app.add_option("--ranks", ranks, "Number of ranks (default: the topology's GPU count)")->check(CLI::Range(1, 65536));
+  app.add_option("--topo", topo_name, "Bundled topology name or JSON file (default: discover this machine)");
+  app.add_option("--placement", placement_text, "Where reductions run: host, device or auto")
+      ->check(CLI::IsMember({"host", "device", "auto"}));
+  app.add_option("--chunks", chunks, "Chunks per block (0: the cost model chooses)")->check(CLI::Range(0, 65536));
+  app.add_option("--algorithm", algorithm_text, "hierarchical or ring")->check(CLI::IsMember({"hierarchical", "ring"}));
+  app.add_option("--bytes", bytes_text, "Message size as nccl-tests counts it, e.g. 64M, 1G");
+  app.add_option("--dtype", dtype_text, "Element type (float, half, bfloat16, int32, ...)");
+  app.add_option("--root", root, "Root rank of broadcast and reduce");
+  app.add_flag("--deterministic", deterministic, "Host reductions as a strict chain in rank order");
+  app.add_flag("--in-place", in_place, "Validate with NCCL's in-place buffer aliasing");
+  app.add_flag("--cost-only", cost_only, "Print only the cost summary, not the program");
+  app.add_flag("--list-topologies", list_topologies, "List the bundled topologies and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (list_topologies) {
+    for (const auto& name : topo::bundled_topologies()) {
+      topo::Topology t;
+      if (topo::load_topology(name, &t) == Result::Success)
+        std::printf("%-22s %2d GPUs %2zu NUMA  %s\n", name.c_str(), t.gpu_count(), t.numa_nodes().size(),
+                    t.description.substr(0, 90).c_str());
+      else
+        std::printf("%-22s (does not load: %s)\n", name.c_str(), last_error());
+    }
+    return 0;
+  }
+  const auto collective = parse_collective(collective_text);
+  if (!collective) {
+    std::fprintf(stderr, "braid-plan: unknown collective '%s' (try allreduce, allgather, reducescatter, "
+                 "broadcast, reduce, alltoall)\n", collective_text.c_str());
+    return 2;
+  }
+  const auto dtype = parse_datatype(dtype_text);
+  if (!dtype) {
+    std::fprintf(stderr, "braid-plan: unknown dtype '%s'\n", dtype_text.c_str());
+    return 2;
+  }
+  const auto bytes = parse_bytes(bytes_text);
+  if (!bytes) {
+    std::fprintf(stderr, "braid-plan: cannot read --bytes '%s' (e.g. 4096, 64M, 1G)\n", bytes_text.c_str());
+    return 2;
+  }
+  topo::Topology topology;
+  const Result loaded = topo_name.empty() ? topo::discover_topology(&topology) : topo::load_topology(topo_name, &topology);
+  if (loaded != Result::Success) {
+    std::fprintf(stderr, "braid-plan: no topology: %s\n", last_error());
+    return 2;
+  }
+  if (ranks == 0) ranks = std::max(1, topology.gpu_count());
+
+  plan::GenerateOptions options;
+  options.placement = placement_text == "host"     ? plan::ReducePlacement::Host
+                      : placement_text == "device" ? plan::ReducePlacement::Device
+                                                   : plan::ReducePlacement::Auto;
+  options.chunks = chunks;
+  options.algorithm = algorithm_text == "ring" ? plan::GenerateOptions::Algorithm::Ring
+                                               : plan::GenerateOptions::Algorithm::Hierarchical;
+  options.deterministic = deterministic;
+  options.root = root;
+  options.bytes = *bytes;
+  options.dtype = *dtype;
+  if (!collective_reduces(*collective) && options.placement == plan::ReducePlacement::Auto)
+    options.placement = plan::ReducePlacement::Host;
+  // Resolve the choices here so the summary can say what was chosen.
+  if (options.chunks == 0 || options.placement == plan::ReducePlacement::Auto) {
+    plan::ChooseOptions choose;
+    if (options.placement != plan::ReducePlacement::Auto) choose.placement = options.placement;
+    choose.chunks = options.chunks;
+    choose.algorithm = options.algorithm;
+    choose.deterministic = deterministic;
+    choose.root = root;
+    plan::PlanChoice choice;
+    if (plan::choose_plan(*collective, ranks, topology, *bytes, *dtype, choose, &choice) != Result::Success) {
+      std::fprintf(stderr, "braid-plan: %s\n", last_error());
+      return 2;
+    }
+    options.placement = choice.placement;
+    options.chunks = choice.chunks;
+  }
+  dsl::Program program;
+  if (plan::generate(*collective, ranks, topology, options, &program) != Result::Success) {
+    std::fprintf(stderr, "braid-plan: %s\n", last_error());
+    return 2;
+  }
+  const size_t count = plan::count_for_bytes(*collective, ranks, *bytes, *dtype);
+  plan::ProgramCost cost;
+  if (plan::estimate(program, topology, count, *dtype, plan::CostOptions{}, &cost) != Result::Success) {
+    std::fprintf(stderr, "braid-plan: cost model: %s\n", last_error());
+    return 2;
+  }
+  if (!cost_only) std::fputs(dsl::print_program(program).c_str(), stdout);
+
+  size_t instructions = 0;
+  for (const auto& list : program.rank_instructions) instructions += list.size();
+  std::printf("# topology %s, %d ranks, %s, placement %s, %d chunks, %zu instructions\n",
+              topology.name.c_str(), ranks, std::string(plan::algorithm_name(options.algorithm)).c_str(),
+              std::string(plan::placement_name(options.placement)).c_str(), program.chunks, instructions);
+  std::printf("# message %zu bytes (count %zu %s): predicted %.1f us (transfer %.1f us, pipeline %.1f us over %d "
+              "dependent instructions), algbw %.2f GB/s\n",
+              *bytes, count, std::string(datatype_name(*dtype)).c_str(), cost.seconds * 1e6,
+              cost.transfer_seconds * 1e6, cost.pipeline_seconds * 1e6, cost.critical_path,
+              algbw_gbps(*bytes, cost.seconds));
+  std::printf("# bottleneck: %s\n", cost.bottleneck.c_str());
+  std::printf("# uploads per GPU (chunks): %s (total %d)\n", join(cost.uploads_per_gpu).c_str(), cost.uploads);
+  std::printf("# downloads per GPU (chunks): %s (total %d)\n", join(cost.downloads_per_gpu).c_str(), cost.downloads);
+  std::printf("# inter-socket crossings: %d chunks; network crossings: %d chunks; host reduce %.1f MB\n",
+              cost.inter_socket_crossings, cost.network_crossings, cost.host_reduce_bytes / 1e6);
+
+  dsl::ValidateOptions vo;
+  vo.in_place = in_place;
+  const dsl::ValidationReport report = dsl::validate(program, vo);
+  if (!report.ok) {
+    std::printf("# INVALID (%s): rank %d instruction %d: %s\n", in_place ? "in-place" : "out-of-place",
+                report.rank, report.instruction, report.message.c_str());
+    return 1;
+  }
+  std::printf("# valid (%s)\n", in_place ? "in-place" : "out-of-place");
+  return 0;
+}
