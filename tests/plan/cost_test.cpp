@@ -78,6 +78,24 @@ TEST(Cost, CountsHostReductionAndCrossingsForAllReduce) {
   for (int d : device.downloads_per_gpu) EXPECT_GE(d, 2 * 3);
 }
 
+// Each data item crosses a socket link once per server that needs it, and servers once per
+// remote server: for AllGather that is once per item on one server, and one network crossing
+// per item with two servers (each server's own socket link once).
+TEST(Cost, AllGatherCrossesEachLinkOncePerItem) {
+  GenerateOptions o;
+  o.chunks = 3;
+  const topo::Topology two_socket = load("pcie-8gpu-2socket");
+  const ProgramCost one_server = cost_of(Collective::AllGather, 8, two_socket, o, 1 << 16);
+  EXPECT_EQ(one_server.inter_socket_crossings, 8 * 3);
+  EXPECT_EQ(one_server.network_crossings, 0);
+  const topo::Topology two_servers = load("fuselink-2x8");
+  ASSERT_EQ(two_servers.numa_nodes().size(), 4u);
+  const ProgramCost multi = cost_of(Collective::AllGather, 16, two_servers, o, 1 << 16);
+  EXPECT_EQ(multi.network_crossings, 16 * 3);
+  EXPECT_LE(multi.inter_socket_crossings, 16 * 3 * 2);
+  EXPECT_EQ(multi.uploads, 16 * 3);
+}
+
 TEST(Cost, BothWaysCapAppliesToBusyPcieLinks) {
   topo::Topology t = load("h200x2");
   GenerateOptions o;
