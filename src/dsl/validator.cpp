@@ -336,7 +336,16 @@ class Validator {
           break;
         }
         if (g.assign && g.writers.size() > 1) {
+          int first_assign = kNone;
+          for (int w : g.writers)
+            if (first_assign == kNone && !nodes_[w].accumulate()) first_assign = w;
           for (int w : g.writers) {
+            if (nodes_[w].accumulate()) {
+              flag(w, "unordered writers: accumulates into " + cell_name(cell) + " at version " +
+                          std::to_string(start) + ", unordered with " + name(first_assign) +
+                          ", which assigns it (an accumulate must depend on the version it adds to)");
+              continue;
+            }
             const int other = w == g.writers[0] ? g.writers[1] : g.writers[0];
             flag(w, "unordered writers: it and " + name(other) + " both write " + cell_name(cell) +
                         " on version " + std::to_string(start) +
@@ -565,6 +574,8 @@ class Validator {
       const Cell& c = cells_[n.src];
       const int g = c.group_starting_at(n.src_version);
       if (g == kNone) continue;  // nothing overwrites what it reads
+      // Reading nothing is reported as such; the later writes are not to blame.
+      if (!content_at(n.src, n.src_version).defined()) continue;
       const std::vector<int>& targets = c.groups[g].writers;
       int remaining = 0, last = 0;
       for (int w : targets) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "common/result.h"
 #include "dsl/text.h"
 #include "program_samples.h"
 
@@ -151,6 +152,266 @@ TEST(ValidatorTest, ProgramsForTheOtherModeFail) {
     const ValidationReport r = validate(s.program, mode(!s.in_place));
     EXPECT_FALSE(r.ok) << s.name;
   }
+}
+
+size_t instruction_count(const Program& p) {
+  size_t n = 0;
+  for (const auto& list : p.rank_instructions) n += list.size();
+  return n;
+}
+
+TEST(ValidatorTest, LargeProgramsValidateQuickly) {
+  // ~100k instructions (64 ranks x 24 chunks, 63-way accumulate groups, in-place hazards) and a
+  // ~32k-instruction all-to-all; the bound is loose on purpose (the real figure is ~50 ms).
+  for (const auto& [p, in_place] : {std::pair{samples::allreduce_device_inplace(64, 24), true},
+                                    std::pair{samples::alltoall(64, 4, true), true},
+                                    std::pair{samples::allreduce_host(64, 64), false}}) {
+    const auto start = std::chrono::steady_clock::now();
+    const ValidationReport r = validate(p, mode(in_place));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(r.ok) << r.message;
+    EXPECT_LT(seconds, 2.0) << instruction_count(p) << " instructions";
+  }
+}
+
+// ---- one test per rule: the report names the right instruction and says what is wrong.
+
+Program parse(const std::string& text) {
+  Program p;
+  EXPECT_EQ(parse_program(text, &p), Result::Success) << last_error();
+  return p;
+}
+
+void expect_report(const ValidationReport& r, int rank, int instruction, const std::string& says) {
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.rank, rank) << r.message;
+  EXPECT_EQ(r.instruction, instruction) << r.message;
+  EXPECT_NE(r.message.find(says), std::string::npos) << r.message;
+}
+
+const std::string kFig3Rank1 =
+    "# Rank 1\n"
+    "D2H in[0] -> host0[2]\n"
+    "D2H in[1] -> host0[3]\n"
+    "REDUCE host0[3] -> host0[1] deps: host0[3]>=1, host0[1]>=1\n"
+    "H2D host0[1] -> out[1] deps: host0[1]>=2\n"
+    "H2D host0[2] -> out[0] deps: host0[2]>=2\n";
+
+// Figure 3 with rank 0's list replaced.
+Program figure3_with_rank0(const std::string& rank0) {
+  return parse("program allreduce ranks=2 chunks=2 root=0\n# Rank 0\n" + rank0 + kFig3Rank1);
+}
+
+const std::string kFig3Rank0 =
+    "D2H in[0] -> host0[0]\n"
+    "D2H in[1] -> host0[1]\n"
+    "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+    "H2D host0[2] -> out[0] deps: host0[2]>=2\n"
+    "H2D host0[1] -> out[1] deps: host0[1]>=2\n";
+
+TEST(ValidatorRules, Figure3FromTextPasses) {
+  EXPECT_TRUE(validate(figure3_with_rank0(kFig3Rank0)).ok);
+  EXPECT_TRUE(validate(figure3_with_rank0(kFig3Rank0), mode(true)).ok);
+}
+
+TEST(ValidatorRules, HeaderMustBeConsistent) {
+  Program p = samples::hylink_figure3();
+  p.rank_instructions.pop_back();
+  expect_report(validate(p), -1, -1, "rank_instructions has 1 lists for 2 ranks");
+  p = samples::hylink_figure3();
+  p.root = 2;
+  expect_report(validate(p), -1, -1, "root out of range");
+}
+
+TEST(ValidatorRules, LocationsMustBeInRange) {
+  const ValidationReport r = validate(figure3_with_rank0(
+      "D2H in[0] -> host0[0]\nD2H in[2] -> host0[1]\n" + kFig3Rank0.substr(kFig3Rank0.find("REDUCE"))));
+  expect_report(r, 0, 1, "in[2] is out of range: in[] has 2 chunks");
+  EXPECT_NE(r.message.find("rank 0 instruction 1 (D2H in[2] -> host0[1])"), std::string::npos) << r.message;
+  Program p = samples::hylink_figure3();
+  p.rank_instructions[1][3].deps[0].location.index = -4;
+  expect_report(validate(p), 1, 3, "negative index");
+}
+
+TEST(ValidatorRules, EachOpcodeJoinsItsKindsOfLocation) {
+  struct Case {
+    std::string line;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"D2H host0[5] -> host0[6]", "D2H must copy a device chunk"},
+           {"D2H in[0] -> out[0]", "D2H must copy a device chunk"},
+           {"H2H in[0] -> host1[0]", "H2H must copy between host slots"},
+           {"H2H host0[1] -> host0[6]", "H2H must cross NUMA nodes, but both slots are on node 0"},
+           {"H2D host0[1] -> host1[6]", "H2D must copy a host slot to a device chunk"},
+           {"COPY host0[1] -> out[1]", "COPY must copy between device chunks"},
+           {"REDUCE in[1] -> out[1]", "REDUCE must take its source from a host slot"},
+       }) {
+    const std::string rank0 = "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n" + c.line + "\n" +
+                              kFig3Rank0.substr(kFig3Rank0.find("REDUCE"));
+    expect_report(validate(figure3_with_rank0(rank0)), 0, 2, c.says);
+  }
+}
+
+TEST(ValidatorRules, SendBuffersAreReadOnlyAndNonRootReduceOutputsUntouched) {
+  expect_report(validate(figure3_with_rank0(kFig3Rank0 + "H2D host0[1] -> in[1] deps: host0[1]>=2\n")), 0, 5,
+                "writes the send buffer in[1]");
+  // Reduce at root 1: rank 0 may not write out[].
+  Program p = samples::reduce_host(2, 1, 1);
+  p.rank_instructions[0].push_back({Opcode::H2D, host(1), out(0), {{host(1), 2}}});
+  expect_report(validate(p), 0, 2, "not the reduce's root 1");
+}
+
+TEST(ValidatorRules, PartsMustMatch) {
+  // Rank 0 reads back chunk 0's sum into out[1].
+  const std::string rank0 =
+      "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "H2D host0[2] -> out[1] deps: host0[2]>=2\n"
+      "H2D host0[1] -> out[0] deps: host0[1]>=2\n";
+  expect_report(validate(figure3_with_rank0(rank0)), 0, 3, "part mismatch: host0[2] holds part 0");
+  // A reduction of part 1 into a slot holding part 0.
+  const std::string rank0_mixed =
+      "D2H in[1] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "H2D host0[2] -> out[0] deps: host0[2]>=2\n"
+      "H2D host0[1] -> out[1] deps: host0[1]>=2\n";
+  expect_report(validate(figure3_with_rank0(rank0_mixed)), 0, 2, "part mismatch: adds part 1");
+}
+
+TEST(ValidatorRules, TwoAssignsWithoutOrderAreUnorderedWriters) {
+  // Rank 0 also stages in[0] into host0[2], which rank 1's D2H fills: two first writes.
+  const ValidationReport r = validate(figure3_with_rank0("D2H in[0] -> host0[2]\n" + kFig3Rank0));
+  expect_report(r, 0, 0, "unordered writers");
+  EXPECT_NE(r.message.find("rank 1 instruction 0 (D2H in[0] -> host0[2])"), std::string::npos) << r.message;
+}
+
+TEST(ValidatorRules, AccumulateNeedsItsBase) {
+  // The REDUCE lost its dependency on host0[2]: it adds into a slot with no data yet.
+  const std::string rank0 =
+      "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1\n"
+      "H2D host0[2] -> out[0] deps: host0[2]>=2\n"
+      "H2D host0[1] -> out[1] deps: host0[1]>=2\n";
+  expect_report(validate(figure3_with_rank0(rank0)), 0, 2,
+                "unordered writers: accumulates into host0[2] at version 0, unordered with rank 1 "
+                "instruction 0 (D2H in[0] -> host0[2]), which assigns it");
+  // Accumulating into a slot that nothing fills.
+  expect_report(validate(figure3_with_rank0(kFig3Rank0 + "REDUCE host0[0] -> host0[7] deps: host0[0]>=1\n")), 0, 5,
+                "accumulates into host0[7] without a dependency on it, but host0[7] holds no data");
+}
+
+TEST(ValidatorRules, ReadsWithoutDependencyReadUndefinedData) {
+  const std::string rank0 =
+      "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "H2D host0[2] -> out[0] deps: host0[2]>=2\n"
+      "H2D host0[1] -> out[1]\n";
+  expect_report(validate(figure3_with_rank0(rank0)), 0, 4, "reads undefined data: host0[1] at version 0");
+  std::string unwritten = kFig3Rank0;
+  unwritten.replace(unwritten.find("H2D host0[1]"), 12, "H2D host0[9]");
+  expect_report(validate(figure3_with_rank0(unwritten)), 0, 4, "nothing in the program writes host0[9]");
+}
+
+TEST(ValidatorRules, DependencyInsideAnAccumulateGroupReadsIncompleteData) {
+  // A 3-rank reduction into host0[0] (versions 2 and 3 come from two unordered accumulates);
+  // rank 2 reads it at version 2.
+  const Program p = parse(
+      "program reduce ranks=3 chunks=1 root=0\n"
+      "# Rank 0\nD2H in[0] -> host0[0]\nH2D host0[0] -> out[0] deps: host0[0]>=3\n"
+      "# Rank 1\nD2H in[0] -> host0[1]\nREDUCE host0[1] -> host0[0] deps: host0[1]>=1, host0[0]>=1\n"
+      "# Rank 2\nD2H in[0] -> host0[2]\nREDUCE host0[2] -> host0[0] deps: host0[2]>=1, host0[0]>=1\n"
+      "H2H host0[0] -> host1[0] deps: host0[0]>=2\n");
+  expect_report(validate(p), 2, 2, "falls inside a group of 2 unordered accumulates (versions 2..3)");
+}
+
+TEST(ValidatorRules, OverwritingBeforeAllReadersFinishedIsARace) {
+  // Slot reuse: rank 0 refills host0[0] with chunk 1 once its own H2D read chunk 0 - but rank 1
+  // also reads chunk 0 from it and nothing orders that read before the refill.
+  const Program p = parse(
+      "program broadcast ranks=2 chunks=2 root=0\n"
+      "# Rank 0\n"
+      "D2H in[0] -> host0[0]\n"
+      "COPY in[0] -> out[0]\n"
+      "COPY in[1] -> out[1]\n"
+      "D2H in[1] -> host0[0] deps: host0[0]>=1\n"
+      "# Rank 1\n"
+      "H2D host0[0] -> out[0] deps: host0[0]>=1\n"
+      "H2D host0[0] -> out[1] deps: host0[0]>=2\n");
+  const ValidationReport r = validate(p);
+  expect_report(r, 0, 3, "write-after-read race");
+  EXPECT_NE(r.message.find("rank 1 instruction 0 (H2D host0[0] -> out[0] deps: host0[0]>=1)"), std::string::npos)
+      << r.message;
+  // In place, an all-to-all H2D that overwrites a block the rank has not staged yet races too.
+  Program q = samples::alltoall(2, 1, true);
+  q.rank_instructions[1][1].deps.pop_back();  // rank 1: H2D host0[0] -> out[0], needs its D2H of in[0]
+  expect_report(validate(q, mode(true)), 1, 1, "write-after-read race: overwrites in[0] of rank 1");
+}
+
+TEST(ValidatorRules, WaitingForAVersionNeverWrittenIsADeadlock) {
+  const std::string rank0 =
+      "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "H2D host0[2] -> out[0] deps: host0[2]>=3\n"
+      "H2D host0[1] -> out[1] deps: host0[1]>=2\n";
+  expect_report(validate(figure3_with_rank0(rank0)), 0, 3,
+                "deadlock: waits for host0[2]>=3, but the program writes host0[2] only 2 time(s)");
+}
+
+TEST(ValidatorRules, DependencyCyclesAreDeadlocks) {
+  // Each rank stages into a slot only after the other's slot is written.
+  const Program p = parse(
+      "program allgather ranks=2 chunks=1 root=0\n"
+      "# Rank 0\n"
+      "COPY in[0] -> out[0]\n"
+      "D2H in[0] -> host0[0] deps: host0[1]>=1\n"
+      "H2D host0[1] -> out[1] deps: host0[1]>=1\n"
+      "# Rank 1\n"
+      "COPY in[0] -> out[1]\n"
+      "D2H in[0] -> host0[1] deps: host0[0]>=1\n"
+      "H2D host0[0] -> out[0] deps: host0[0]>=1\n");
+  const ValidationReport r = validate(p);
+  expect_report(r, 0, 1, "deadlock: its dependencies form a cycle: it waits on rank 1 instruction 1");
+}
+
+TEST(ValidatorRules, DuplicatedContributionIsAWrongResult) {
+  // Rank 0 reduces its chunk twice (and waits for both): chunk 0 then holds r0 twice.
+  const std::string rank0 =
+      "D2H in[0] -> host0[0]\nD2H in[1] -> host0[1]\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "REDUCE host0[0] -> host0[2] deps: host0[0]>=1, host0[2]>=1\n"
+      "H2D host0[2] -> out[0] deps: host0[2]>=3\n"
+      "H2D host0[1] -> out[1] deps: host0[1]>=2\n";
+  Program p = figure3_with_rank0(rank0);
+  p.rank_instructions[1][4].deps[0].version = 3;  // rank 1's read of host0[2] too
+  const ValidationReport r = validate(p);
+  expect_report(r, 0, 4, "wrong result: rank 0 out[0] ends as {r0.b0.p0 x2, r1.b0.p0}");
+  EXPECT_NE(r.message.find("allreduce needs {r0.b0.p0, r1.b0.p0}"), std::string::npos) << r.message;
+}
+
+TEST(ValidatorRules, MissingOutputIsNamed) {
+  const std::string rank0 = kFig3Rank0.substr(0, kFig3Rank0.find("H2D host0[1]"));
+  expect_report(validate(figure3_with_rank0(rank0)), 0, -1, "rank 0 out[1] is never written");
+}
+
+TEST(ValidatorRules, BroadcastNonRootSendBuffersAreUndefined) {
+  // Rank 1 is not the root, so its in[] holds nothing NCCL promises.
+  const Program p = parse(
+      "program broadcast ranks=2 chunks=1 root=0\n"
+      "# Rank 0\nCOPY in[0] -> out[0]\n"
+      "# Rank 1\nCOPY in[0] -> out[0]\n");
+  expect_report(validate(p), 1, 0, "reads undefined data: in[0] at version 0");
+}
+
+TEST(ValidatorRules, TheLowestOffendingInstructionIsReported) {
+  Program p = samples::hylink_figure3();
+  p.rank_instructions[1][4].deps.clear();  // rank 1 reads host0[2] at version 0 (undefined)
+  p.rank_instructions[0][4].deps.clear();  // rank 0 reads host0[1] at version 0 (undefined)
+  expect_report(validate(p), 0, 4, "reads undefined data");
+  p = samples::hylink_figure3();
+  p.rank_instructions[1][1].src = in(5);                // a local error on rank 1 ...
+  p.rank_instructions[0][3].deps[0].version = 7;        // ... and a deadlock on rank 0
+  expect_report(validate(p), 1, 1, "out of range");     // local checks come first
 }
 
 }  // namespace
