@@ -154,29 +154,32 @@ class Validator {
     return in_chunks_ + l.index;
   }
 
+  uint64_t cell_key(int rank, const Location& l) const {
+    if (l.is_device())
+      return (uint64_t{1} << 63) | (static_cast<uint64_t>(rank) << 34) |
+             static_cast<uint64_t>(device_storage(rank, l));
+    return (static_cast<uint64_t>(l.numa) << 31) | static_cast<uint64_t>(l.index);
+  }
+
+  // What a location holds before any write: a rank's own input chunk, or nothing.
+  SymbolicContent initial_content(int rank, const Location& l) const {
+    if (l.is_host()) return {};
+    const int64_t storage = device_storage(rank, l);
+    const bool silent_sender = p_.collective == Collective::Broadcast && rank != p_.root;
+    if (storage >= in_chunks_ || silent_sender) return {};
+    const int64_t block = storage / p_.chunks;
+    return SymbolicContent::single(static_cast<uint32_t>(int64_t{rank} * in_blocks_ + block),
+                                   static_cast<int>(storage % p_.chunks));
+  }
+
   // The cell a valid location names at `rank`, created on first use.
   int cell_of(int rank, const Location& l) {
-    uint64_t key;
-    if (l.is_device()) {
-      key = (uint64_t{1} << 63) | (static_cast<uint64_t>(rank) << 34) |
-            static_cast<uint64_t>(device_storage(rank, l));
-    } else {
-      key = (static_cast<uint64_t>(l.numa) << 31) | static_cast<uint64_t>(l.index);
-    }
-    auto [it, inserted] = cell_ids_.try_emplace(key, static_cast<int>(cells_.size()));
+    auto [it, inserted] = cell_ids_.try_emplace(cell_key(rank, l), static_cast<int>(cells_.size()));
     if (inserted) {
       Cell c;
       c.name = l;
-      if (l.is_device()) {
-        c.rank = rank;
-        const int64_t storage = device_storage(rank, l);
-        const bool silent_sender = p_.collective == Collective::Broadcast && rank != p_.root;
-        if (storage < in_chunks_ && !silent_sender) {
-          const int64_t block = storage / p_.chunks;
-          c.initial = SymbolicContent::single(static_cast<uint32_t>(int64_t{rank} * in_blocks_ + block),
-                                              static_cast<int>(storage % p_.chunks));
-        }
-      }
+      c.rank = l.is_device() ? rank : kNone;
+      c.initial = initial_content(rank, l);
       cells_.push_back(std::move(c));
     }
     return it->second;
@@ -631,26 +634,28 @@ class Validator {
     return e;
   }
 
+  // Ranks in order, so the scan can stop once nothing later could be reported first.
   void check_outputs() {
     for (int r = 0; r < p_.ranks; ++r) {
+      if (!report_.ok && report_.rank < r) return;
       if (p_.collective == Collective::Reduce && r != p_.root) continue;
       for (int64_t j = 0; j < out_chunks_; ++j) {
         const Location l{Buffer::Output, 0, static_cast<int>(j)};
-        const int cell = cell_of(r, l);
-        const Cell& c = cells_[cell];
+        const auto found = cell_ids_.find(cell_key(r, l));
+        const Cell* c = found == cell_ids_.end() ? nullptr : &cells_[found->second];
+        const SymbolicContent untouched = c ? SymbolicContent{} : initial_content(r, l);
+        const SymbolicContent& got = c ? content_at(found->second, c->writes()) : untouched;
         const SymbolicContent expected = expected_output(r, j);
-        const SymbolicContent& got = content_at(cell, c.writes());
         if (got == expected) continue;
         const std::string need = std::string(collective_name(p_.collective)) + " needs " +
                                  content_text(expected) + " there";
-        if (c.writers.empty()) {
+        if (!c || c->writers.empty()) {
           offer(r, -1, "rank " + std::to_string(r) + " " + location_text(l) + " is never written (holds " +
                            content_text(got) + "); " + need);
-        } else {
-          const int last_writer = c.groups.back().writers.front();
-          flag(last_writer, "wrong result: rank " + std::to_string(r) + " " + location_text(l) +
-                                " ends as " + content_text(got) + "; " + need);
+          break;  // nothing else on this rank can come first
         }
+        flag(c->groups.back().writers.front(), "wrong result: rank " + std::to_string(r) + " " +
+                                                   location_text(l) + " ends as " + content_text(got) + "; " + need);
       }
     }
   }

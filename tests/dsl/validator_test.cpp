@@ -416,3 +416,21 @@ TEST(ValidatorRules, TheLowestOffendingInstructionIsReported) {
 
 }  // namespace
 }  // namespace braid::dsl
+
+namespace braid::dsl {
+namespace {
+
+TEST(ValidatorRules, HugeGeometryWithoutInstructionsFailsFast) {
+  Program p;
+  p.collective = Collective::AllGather;
+  p.ranks = 65536;
+  p.chunks = 65536;
+  p.rank_instructions.resize(p.ranks);
+  const auto start = std::chrono::steady_clock::now();
+  const ValidationReport r = validate(p, mode(true));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  expect_report(r, 0, -1, "rank 0 out[65536] is never written");
+}
+
+}  // namespace
+}  // namespace braid::dsl
