@@ -21,7 +21,15 @@ size_t VectorBytes() { return hn::Lanes(hn::ScalableTag<uint8_t>()); }
 // Each Io reads one vector of D's lanes worth of stored elements (any alignment) and widens
 // them to D's lane type, and narrows back on store.
 
-template <class T> struct PlainIo {
+// Most Ios hold one element per lane; Bf16Io below holds two.
+template <class D> struct OneElementPerLane {
+  using Loaded = hn::Vec<D>;
+  static constexpr size_t kElementsPerLane = 1;
+  static Loaded Zero(D d) { return hn::Zero(d); }
+  template <class Op> static Loaded Apply(D d, const Op& op, Loaded a, Loaded b) { return op(d, a, b); }
+};
+
+template <class T> struct PlainIo : OneElementPerLane<hn::ScalableTag<T>> {
   using D = hn::ScalableTag<T>;
   static constexpr size_t kSize = sizeof(T);
   static hn::Vec<D> Load(D d, const uint8_t* p) { return hn::LoadU(d, reinterpret_cast<const T*>(p)); }
@@ -52,8 +60,7 @@ template <class Fmt> hn::Vec<DU> EncodeNarrow(hn::Vec<DF> v) {
   const auto is_sub = hn::Lt(abs_i, hn::Set(di, int32_t(Fmt::kMinNormalBits)));
   auto code = hn::BitCast(di, hn::IfThenElse(hn::RebindMask(du, is_sub), sub, normal));
   code = hn::Min(code, hn::Set(di, int32_t(Fmt::kLimit)));
-  const auto is_nan = hn::Gt(abs_i, hn::Set(di, 0x7F800000));
-  code = hn::IfThenElse(is_nan, hn::Set(di, int32_t(Fmt::kNaN)), code);
+  code = hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(v)), hn::Set(di, int32_t(Fmt::kNaN)), code);
   return hn::Or(hn::BitCast(du, code), sign);
 }
 
@@ -80,29 +87,42 @@ template <class Fmt> hn::Vec<DF> DecodeNarrow(hn::Vec<DU> code) {
   return hn::BitCast(d, hn::Or(bits, sign));
 }
 
+// bf16 is the top half of fp32, so a 32-bit lane holding two bf16 splits into two fp32 vectors
+// with one shift and one mask (no shuffles): the "even" and "odd" elements, combined lane-wise.
 struct Bf16Io {
   using D = DF;
   static constexpr size_t kSize = 2;
-  static hn::Vec<D> Load(D d, const uint8_t* p) {
-    const hn::Rebind<uint16_t, D> d16;
-    const auto wide = hn::PromoteTo(DU(), hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
-    return hn::BitCast(d, hn::ShiftLeft<16>(wide));
+  static constexpr size_t kElementsPerLane = 2;
+  struct Loaded {
+    hn::Vec<DF> even, odd;
+  };
+  static Loaded Zero(D d) { return {hn::Zero(d), hn::Zero(d)}; }
+  template <class Op> static Loaded Apply(D d, const Op& op, Loaded a, Loaded b) {
+    return {op(d, a.even, b.even), op(d, a.odd, b.odd)};
   }
-  static void Store(D, hn::Vec<D> v, uint8_t* p) {
+  static Loaded Load(D d, const uint8_t* p) {
     const DU du;
-    const DI di;
-    const hn::Rebind<uint16_t, D> d16;
+    const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    return {hn::BitCast(d, hn::ShiftLeft<16>(pairs)), hn::BitCast(d, hn::And(pairs, hn::Set(du, 0xFFFF0000u)))};
+  }
+  // The fp32 bits rounded to nearest even in the top 16 bits (low 16 bits are garbage).
+  static hn::Vec<DU> Round(hn::Vec<DF> v) {
+    const DU du;
     const auto bits = hn::BitCast(du, v);
     const auto lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u));
     const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), lsb);
-    const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
+    // NaN: keep the top payload bits and set the quiet bit (rounding could carry into inf).
     const auto quiet_nan = hn::Or(bits, hn::Set(du, 0x00400000u));
-    const auto out = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, rounded));
-    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, out)), d16, reinterpret_cast<uint16_t*>(p));
+    return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, rounded);
+  }
+  static void Store(D, const Loaded& v, uint8_t* p) {
+    const DU du;
+    const auto pairs = hn::Or(hn::ShiftRight<16>(Round(v.even)), hn::And(Round(v.odd), hn::Set(du, 0xFFFF0000u)));
+    hn::StoreU(pairs, du, reinterpret_cast<uint32_t*>(p));
   }
 };
 
-template <class Fmt> struct Narrow16Io {
+template <class Fmt> struct Narrow16Io : OneElementPerLane<DF> {
   using D = DF;
   static constexpr size_t kSize = 2;
   static hn::Vec<D> Load(D, const uint8_t* p) {
@@ -115,7 +135,7 @@ template <class Fmt> struct Narrow16Io {
   }
 };
 
-template <class Fmt> struct Narrow8Io {
+template <class Fmt> struct Narrow8Io : OneElementPerLane<DF> {
   using D = DF;
   static constexpr size_t kSize = 1;
   static hn::Vec<D> Load(D, const uint8_t* p) {
@@ -130,7 +150,7 @@ template <class Fmt> struct Narrow8Io {
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
 // F16C converts with round-to-nearest-even in hardware (AVX2 and later targets).
-struct Fp16Io {
+struct Fp16Io : OneElementPerLane<DF> {
   using D = DF;
   static constexpr size_t kSize = 2;
   static hn::Vec<D> Load(D d, const uint8_t* p) {
@@ -192,27 +212,29 @@ template <class Io, class Op>
 HWY_INLINE void Loop(uint8_t* HWY_RESTRICT dst, const uint8_t* HWY_RESTRICT src, size_t n, const Op& op) {
   using D = typename Io::D;
   const D d;
-  const size_t lanes = hn::Lanes(d);
+  const size_t per_vector = hn::Lanes(d) * Io::kElementsPerLane;  // elements per Load
   constexpr size_t kSize = Io::kSize;
-  auto load_dst = [&](const uint8_t* p) { return Op::kReadsDst ? Io::Load(d, p) : hn::Zero(d); };
+  auto load_dst = [&](const uint8_t* p) { return Op::kReadsDst ? Io::Load(d, p) : Io::Zero(d); };
+  auto step = [&](uint8_t* o, const uint8_t* x) {
+    Io::Store(d, Io::Apply(d, op, load_dst(o), Io::Load(d, x)), o);
+  };
   size_t i = 0;
-  if (n >= 4 * lanes) {
-    for (; i <= n - 4 * lanes; i += 4 * lanes) {
+  if (n >= 4 * per_vector) {
+    const size_t bytes = per_vector * kSize;
+    for (; i <= n - 4 * per_vector; i += 4 * per_vector) {
       uint8_t* o = dst + i * kSize;
       const uint8_t* x = src + i * kSize;
-      const size_t step = lanes * kSize;
-      const auto a0 = load_dst(o), a1 = load_dst(o + step), a2 = load_dst(o + 2 * step), a3 = load_dst(o + 3 * step);
-      const auto b0 = Io::Load(d, x), b1 = Io::Load(d, x + step), b2 = Io::Load(d, x + 2 * step),
-                 b3 = Io::Load(d, x + 3 * step);
-      Io::Store(d, op(d, a0, b0), o);
-      Io::Store(d, op(d, a1, b1), o + step);
-      Io::Store(d, op(d, a2, b2), o + 2 * step);
-      Io::Store(d, op(d, a3, b3), o + 3 * step);
+      const auto a0 = load_dst(o), a1 = load_dst(o + bytes), a2 = load_dst(o + 2 * bytes),
+                 a3 = load_dst(o + 3 * bytes);
+      const auto b0 = Io::Load(d, x), b1 = Io::Load(d, x + bytes), b2 = Io::Load(d, x + 2 * bytes),
+                 b3 = Io::Load(d, x + 3 * bytes);
+      Io::Store(d, Io::Apply(d, op, a0, b0), o);
+      Io::Store(d, Io::Apply(d, op, a1, b1), o + bytes);
+      Io::Store(d, Io::Apply(d, op, a2, b2), o + 2 * bytes);
+      Io::Store(d, Io::Apply(d, op, a3, b3), o + 3 * bytes);
     }
   }
-  for (; i + lanes <= n; i += lanes) {
-    Io::Store(d, op(d, load_dst(dst + i * kSize), Io::Load(d, src + i * kSize)), dst + i * kSize);
-  }
+  for (; i + per_vector <= n; i += per_vector) step(dst + i * kSize, src + i * kSize);
   if (i < n) {
     // The last partial vector goes through a buffer so no byte outside the arrays is touched.
     alignas(64) uint8_t a[HWY_MAX_BYTES * 2] = {};
@@ -220,7 +242,7 @@ HWY_INLINE void Loop(uint8_t* HWY_RESTRICT dst, const uint8_t* HWY_RESTRICT src,
     const size_t bytes = (n - i) * kSize;
     std::memcpy(a, dst + i * kSize, bytes);
     std::memcpy(b, src + i * kSize, bytes);
-    Io::Store(d, op(d, load_dst(a), Io::Load(d, b)), a);
+    step(a, b);
     std::memcpy(dst + i * kSize, a, bytes);
   }
 }
