@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "plan/cost.h"
 #include "plan/program_builder.h"
 
@@ -27,6 +28,21 @@ std::string_view placement_name(ReducePlacement p) {
 
 std::string_view algorithm_name(GenerateOptions::Algorithm a) {
   return a == GenerateOptions::Algorithm::Ring ? "ring" : "hierarchical";
+}
+
+Result apply_settings(GenerateOptions* options) {
+  const Settings& s = settings();
+  if (s.chunks < 0 || s.chunks > 65536)
+    return fail(Result::InvalidArgument, "BRAID_CHUNKS must be 0..65536, got %lld", static_cast<long long>(s.chunks));
+  if (s.reduce_placement == "host") options->placement = ReducePlacement::Host;
+  else if (s.reduce_placement == "device") options->placement = ReducePlacement::Device;
+  else if (s.reduce_placement == "auto" || s.reduce_placement.empty()) options->placement = ReducePlacement::Auto;
+  else
+    return fail(Result::InvalidArgument, "BRAID_REDUCE_PLACEMENT must be host, device or auto, got '%s'",
+                s.reduce_placement.c_str());
+  options->chunks = static_cast<int>(s.chunks);
+  options->deterministic = s.deterministic;
+  return Result::Success;
 }
 
 size_t count_for_bytes(Collective collective, int ranks, size_t bytes, DataType dtype) {

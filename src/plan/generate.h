@@ -44,6 +44,10 @@ std::string_view algorithm_name(GenerateOptions::Algorithm a);  // "hierarchical
 Result generate(Collective collective, int ranks, const topo::Topology& topology,
                 const GenerateOptions& options, dsl::Program* out);
 
+// Applies BRAID_CHUNKS, BRAID_REDUCE_PLACEMENT (host, device, auto) and BRAID_DETERMINISTIC to
+// *options (other fields untouched); InvalidArgument for an unknown placement name.
+Result apply_settings(GenerateOptions* options);
+
 // nccl-tests' "count" for a message of `bytes` bytes (whole output for AllGather, ReduceScatter and
 // AllToAll, so divided by ranks there); at least 1.
 size_t count_for_bytes(Collective collective, int ranks, size_t bytes, DataType dtype);

@@ -4,10 +4,12 @@
 // never deadlocks; the validator sweep (acceptance_test.cpp) proves the ordering rules.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <tuple>
 
+#include "common/settings.h"
 #include "plan/generate.h"
 #include "topo/topology.h"
 
@@ -225,6 +227,29 @@ TEST(Generate, RejectsBadArguments) {
   o.algorithm = GenerateOptions::Algorithm::Ring;
   EXPECT_EQ(generate(Collective::AllToAll, 4, t, o, &p), Result::InvalidArgument);
   EXPECT_NE(std::string(last_error()).find("ring is implemented for allgather and allreduce only"), std::string::npos);
+}
+
+TEST(Generate, AppliesSettings) {
+  setenv("BRAID_CHUNKS", "5", 1);
+  setenv("BRAID_REDUCE_PLACEMENT", "device", 1);
+  setenv("BRAID_DETERMINISTIC", "1", 1);
+  settings_reload();
+  GenerateOptions o;
+  ASSERT_EQ(apply_settings(&o), Result::Success);
+  EXPECT_EQ(o.chunks, 5);
+  EXPECT_EQ(o.placement, ReducePlacement::Device);
+  EXPECT_TRUE(o.deterministic);
+  setenv("BRAID_REDUCE_PLACEMENT", "gpu", 1);
+  settings_reload();
+  EXPECT_EQ(apply_settings(&o), Result::InvalidArgument);
+  unsetenv("BRAID_CHUNKS");
+  unsetenv("BRAID_REDUCE_PLACEMENT");
+  unsetenv("BRAID_DETERMINISTIC");
+  settings_reload();
+  ASSERT_EQ(apply_settings(&o), Result::Success);
+  EXPECT_EQ(o.chunks, 0);
+  EXPECT_EQ(o.placement, ReducePlacement::Auto);
+  EXPECT_FALSE(o.deterministic);
 }
 
 // HyLink Fig. 1(c) routing facts, counted straight from the program.
