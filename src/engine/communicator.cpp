@@ -1,0 +1,560 @@
+#include "engine/communicator.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "common/log.h"
+#include "common/settings.h"
+#include "engine/control.h"
+#include "plan/generate.h"
+
+#if __has_include(<numa.h>)
+#include <numa.h>
+#define BRAID_HAVE_LIBNUMA 1
+#endif
+
+namespace braid::engine {
+namespace {
+
+constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, lazily backed)
+constexpr size_t kDefaultSliceBytes = 512 * 1024;
+constexpr int kScratchSlices = 4;
+
+std::string call_text(const CallRecord& c) {
+  char text[200];
+  const auto coll = static_cast<Collective>(c.collective.load());
+  const auto type = static_cast<DataType>(c.dtype.load());
+  std::string op = collective_reduces(coll)
+                       ? std::string(", ") + std::string(redop_name(static_cast<RedOp>(c.op.load())))
+                       : std::string();
+  std::string root = (coll == Collective::Broadcast || coll == Collective::Reduce)
+                         ? ", root " + std::to_string(c.root.load())
+                         : std::string();
+  std::snprintf(text, sizeof(text), "%s(count %llu, %s%s%s)",
+                std::string(collective_name(coll)).c_str(),
+                static_cast<unsigned long long>(c.count.load()),
+                std::string(datatype_name(type)).c_str(), op.c_str(), root.c_str());
+  return text;
+}
+
+bool same_call(const CallRecord& a, const CallRecord& b) {
+  return a.seq.load() == b.seq.load() && a.collective.load() == b.collective.load() &&
+         a.count.load() == b.count.load() && a.dtype.load() == b.dtype.load() &&
+         a.op.load() == b.op.load() && a.root.load() == b.root.load();
+}
+
+}  // namespace
+
+CommId CommId::random() {
+  CommId id;
+  size_t got = 0;
+  while (got < sizeof(id.bytes)) {
+    ssize_t n = getrandom(id.bytes + got, sizeof(id.bytes) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  return id;
+}
+
+std::string CommId::hex() const {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : bytes) {
+    s.push_back(digits[b >> 4]);
+    s.push_back(digits[b & 15]);
+  }
+  return s;
+}
+
+Result Communicator::create(const CommId& id, int rank, int nranks,
+                            const topo::Topology& topology, device::Backend* backend,
+                            std::unique_ptr<Communicator>* out) {
+  if (nranks < 1 || nranks > 65535)
+    return fail(Result::InvalidArgument, "nranks %d out of range (1..65535)", nranks);
+  if (rank < 0 || rank >= nranks)
+    return fail(Result::InvalidArgument, "rank %d out of range for %d ranks", rank, nranks);
+  if (backend == nullptr) return fail(Result::InvalidArgument, "device backend is null");
+  if (out == nullptr) return fail(Result::InvalidArgument, "output communicator pointer is null");
+  const Settings& cfg = settings();
+  if (cfg.staging_bytes < 4096)
+    return fail(Result::InvalidArgument, "BRAID_STAGING_BYTES %lld is too small (>= 4096)",
+                static_cast<long long>(cfg.staging_bytes));
+
+  std::unique_ptr<Communicator> c(new Communicator());
+  c->rank_ = rank;
+  c->nranks_ = nranks;
+  c->topology_ = topology;
+  c->backend_ = backend;
+  c->name_prefix_ = "/braid-" + id.hex();
+  c->staging_bytes_ = static_cast<size_t>(cfg.staging_bytes) / 64 * 64;
+  c->slice_bytes_ = cfg.slice_bytes > 0 ? static_cast<size_t>(cfg.slice_bytes) : kDefaultSliceBytes;
+  const int numa_count = std::max<int>(1, static_cast<int>(topology.numa_nodes().size()));
+  const double timeout = cfg.timeout;
+  const size_t control_size = control_bytes(nranks, kCounterCapacity);
+  const auto names = [&] {
+    std::vector<std::string> n{c->name_prefix_ + "-ctl"};
+    for (int i = 0; i < numa_count; ++i) n.push_back(c->name_prefix_ + "-stage" + std::to_string(i));
+    return n;
+  }();
+  auto unlink_all = [&] {
+    for (const auto& n : names) SharedSegment::unlink(n);
+  };
+
+  Result r = Result::Success;
+  if (rank == 0) {
+    r = SharedSegment::create(names[0], control_size, &c->control_);
+    for (int i = 0; i < numa_count && r == Result::Success; ++i) {
+      SharedSegment seg;
+      r = SharedSegment::create(names[1 + i], c->staging_bytes_, &seg);
+      if (r == Result::Success) {
+        seg.place_on_numa(i);
+        c->staging_.push_back(std::move(seg));
+      }
+    }
+    if (r != Result::Success) {
+      unlink_all();
+      return r;
+    }
+    ControlHeader* h = control_header(c->control_.data());
+    h->nranks.store(static_cast<uint64_t>(nranks));
+    h->counter_capacity.store(kCounterCapacity);
+    h->magic.store(kControlMagic, std::memory_order_release);
+  } else {
+    r = SharedSegment::open(names[0], control_size, timeout, nullptr, &c->control_);
+    if (r != Result::Success) return r;
+    ControlHeader* h = control_header(c->control_.data());
+    const auto start = std::chrono::steady_clock::now();
+    while (h->magic.load(std::memory_order_acquire) != kControlMagic) {
+      if (device::seconds_since(start) > timeout)
+        return fail(Result::RemoteError, "rank 0 did not initialise %s within %.1f s",
+                    names[0].c_str(), timeout);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    if (h->nranks.load() != static_cast<uint64_t>(nranks))
+      return fail(Result::InvalidUsage, "rank %d was created for %d ranks but rank 0 for %llu",
+                  rank, nranks, static_cast<unsigned long long>(h->nranks.load()));
+    for (int i = 0; i < numa_count; ++i) {
+      SharedSegment seg;
+      BRAID_TRY(SharedSegment::open(names[1 + i], c->staging_bytes_, timeout, nullptr, &seg));
+      c->staging_.push_back(std::move(seg));
+    }
+  }
+
+  // Attach, wait for everyone, then remove the names: from here a crash leaves nothing behind.
+  ControlHeader* header = control_header(c->control_.data());
+  RankRecord* records = rank_records(c->control_.data());
+  records[rank].pid.store(static_cast<uint64_t>(getpid()));
+  header->attached.fetch_add(1);
+  const auto start = std::chrono::steady_clock::now();
+  while (header->attached.load() < static_cast<uint64_t>(nranks)) {
+    if (header->abort.load() != 0) {
+      unlink_all();
+      return fail(Result::RemoteError, "communicator aborted during creation");
+    }
+    if (device::seconds_since(start) > timeout) {
+      unlink_all();
+      return fail(Result::RemoteError, "only %llu of %d ranks attached within %.1f s",
+                  static_cast<unsigned long long>(header->attached.load()), nranks, timeout);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  unlink_all();
+
+  for (int q = 0; q < nranks; ++q) {
+    const auto pid = static_cast<pid_t>(records[q].pid.load());
+    if (q != rank && pid != getpid()) c->peers_.emplace_back(q, pid);
+  }
+  BRAID_TRY(backend->register_host(c->control_.data(), c->control_.size()));
+  for (auto& seg : c->staging_) BRAID_TRY(backend->register_host(seg.data(), seg.size()));
+  backend->set_timeout(timeout);
+  backend->set_abort_flag(&header->abort);
+
+  // The worker pool: BRAID_THREADS / BRAID_CPU_LIST, else the cores of this rank's NUMA node
+  // shared by the ranks staging there.
+  const std::vector<int> rank_numa = topo::rank_numa(topology, nranks);
+  const int my_numa = rank_numa.empty() ? 0 : rank_numa[rank];
+  std::vector<int> cpus;
+  if (!cfg.cpu_list.empty()) {
+    BRAID_TRY(parse_cpu_list(cfg.cpu_list, &cpus));
+  } else {
+#ifdef BRAID_HAVE_LIBNUMA
+    if (numa_available() >= 0 && numa_max_node() >= 1 && my_numa <= numa_max_node()) {
+      struct bitmask* mask = numa_allocate_cpumask();
+      if (numa_node_to_cpus(my_numa, mask) == 0)
+        for (unsigned i = 0; i < mask->size; ++i)
+          if (numa_bitmask_isbitset(mask, i)) cpus.push_back(static_cast<int>(i));
+      numa_free_cpumask(mask);
+    }
+#endif
+  }
+  int threads = static_cast<int>(cfg.threads);
+  if (threads <= 0) {
+    const int sharing = std::max<int>(
+        1, static_cast<int>(std::count(rank_numa.begin(), rank_numa.end(), my_numa)));
+    int cores = static_cast<int>(cpus.size());
+    if (cores == 0) {
+      const auto numas = topology.numa_nodes();
+      if (my_numa < static_cast<int>(numas.size())) cores = topology.nodes[numas[my_numa]].cores;
+    }
+    if (cores <= 0) cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cores = std::min<int>(cores, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    threads = std::clamp(cores / sharing, 1, 8);
+  }
+  c->pool_ = std::make_unique<WorkerPool>(threads, cpus);
+
+  ExecutorConfig ec;
+  ec.rank = rank;
+  ec.backend = backend;
+  ec.pool = c->pool_.get();
+  ec.counters = progress_counters(c->control_.data(), nranks);
+  ec.counter_capacity = kCounterCapacity;
+  for (auto& seg : c->staging_) ec.staging.push_back(static_cast<unsigned char*>(seg.data()));
+  ec.staging_bytes = c->staging_bytes_;
+  ec.slice_bytes = c->slice_bytes_;
+  ec.scratch_slices = kScratchSlices;
+  ec.scratch = backend->device_scratch(kScratchSlices * c->slice_bytes_);
+  if (ec.scratch == nullptr)
+    return fail(Result::SystemError, "device scratch of %zu bytes unavailable",
+                kScratchSlices * c->slice_bytes_);
+  c->executor_ = std::make_unique<Executor>(ec);
+  BRAID_INFO(Init, "rank %d/%d: communicator %s, %d worker threads, staging %zu bytes x %d NUMA",
+             rank, nranks, c->name_prefix_.c_str(), threads, c->staging_bytes_, numa_count);
+  *out = std::move(c);
+  return Result::Success;
+}
+
+Communicator::~Communicator() {
+  if (backend_ != nullptr) {
+    for (auto& seg : staging_) backend_->unregister_host(seg.data());
+    if (control_.data() != nullptr) backend_->unregister_host(control_.data());
+  }
+  pool_.reset();
+}
+
+std::vector<std::string> Communicator::segment_names() const {
+  std::vector<std::string> n{name_prefix_ + "-ctl"};
+  for (size_t i = 0; i < staging_.size(); ++i) n.push_back(name_prefix_ + "-stage" + std::to_string(i));
+  return n;
+}
+
+void Communicator::abort() {
+  if (control_.data() != nullptr) {
+    uint64_t expected = 0;
+    control_header(control_.data())
+        ->abort.compare_exchange_strong(expected, abort_word(AbortReason::UserAbort, rank_));
+  }
+  if (backend_ != nullptr) backend_->abort();
+  if (pool_) pool_->drop_pending();
+}
+
+std::string Communicator::describe_rank(int rank) const {
+  if (rank < 0 || rank >= nranks_) return "a rank";
+  const auto pid = rank_records(control_.data())[rank].pid.load();
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+}
+
+Result Communicator::report_failure(Collective c, const RunFailure& f, double waited) {
+  ControlHeader* h = control_header(control_.data());
+  const std::string coll(collective_name(c));
+  std::string text;
+  if (f.outcome == WaitOutcome::PeerDied) {
+    text = describe_rank(f.culprit) + " died during " + coll;
+    uint64_t expected = 0;
+    h->abort.compare_exchange_strong(expected, abort_word(AbortReason::RankDied, f.culprit));
+  } else if (f.outcome == WaitOutcome::TimedOut) {
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%.1f", waited);
+    text = describe_rank(f.culprit) + " stopped responding during " + coll + " after " + secs + " s";
+    uint64_t expected = 0;
+    h->abort.compare_exchange_strong(expected, abort_word(AbortReason::RankStalled, f.culprit));
+  } else {
+    const uint64_t word = h->abort.load();
+    const int culprit = abort_culprit(word);
+    switch (abort_reason(word)) {
+      case AbortReason::UserAbort:
+        text = describe_rank(culprit) + " aborted the communicator during " + coll;
+        break;
+      case AbortReason::RankDied:
+        text = describe_rank(culprit) + " died during " + coll;
+        break;
+      case AbortReason::RankStalled: {
+        char secs[32];
+        std::snprintf(secs, sizeof(secs), "%.1f", settings().timeout);
+        text = describe_rank(culprit) + " stopped responding during " + coll + " after " + secs +
+               " s";
+        break;
+      }
+      default:
+        text = describe_rank(culprit) + " failed during " + coll + " (see its log)";
+        break;
+    }
+  }
+  std::string backend_text;
+  if (backend_->status(&backend_text) != Result::Success && f.outcome == WaitOutcome::Done &&
+      abort_reason(h->abort.load()) == AbortReason::LocalError && abort_culprit(h->abort.load()) == rank_)
+    text += ": " + backend_text;
+  backend_->abort();
+  pool_->drop_pending();
+  failed_ = Result::RemoteError;
+  failed_text_ = text;
+  return fail(Result::RemoteError, "%s", text.c_str());
+}
+
+Result Communicator::barrier(Collective c, const WaitContext& ctx) {
+  RankRecord* records = rank_records(control_.data());
+  const uint64_t k = ++barriers_;
+  records[rank_].barrier.store(k, std::memory_order_release);
+  for (int q = 0; q < nranks_; ++q) {
+    const WaitOutcome w = wait_until(
+        ctx, [&] { return records[q].barrier.load(std::memory_order_acquire) >= k; });
+    if (w == WaitOutcome::Done) continue;
+    RunFailure f;
+    f.outcome = w;
+    f.culprit = w == WaitOutcome::PeerDied ? *ctx.dead_rank : q;
+    return report_failure(c, f, device::seconds_since(ctx.start));
+  }
+  return Result::Success;
+}
+
+Result Communicator::check_arguments(Collective c, const void* send, void* recv, size_t count,
+                                     int type, int op, int root, const reduce::OpScalar* scalar) {
+  const std::string name(collective_name(c));
+  if (!datatype_valid(type))
+    return fail(Result::InvalidArgument, "%s: invalid datatype %d", name.c_str(), type);
+  if (collective_reduces(c)) {
+    if (!redop_valid(op))
+      return fail(Result::InvalidArgument, "%s: invalid reduction op %d", name.c_str(), op);
+    if (static_cast<RedOp>(op) == RedOp::PreMulSum) {
+      if (scalar == nullptr)
+        return fail(Result::InvalidArgument, "%s: PreMulSum needs its scalar", name.c_str());
+      if (scalar->type != static_cast<DataType>(type))
+        return fail(Result::InvalidArgument, "%s: PreMulSum scalar is %s but the data is %s",
+                    name.c_str(), std::string(datatype_name(scalar->type)).c_str(),
+                    std::string(datatype_name(static_cast<DataType>(type))).c_str());
+    }
+  }
+  const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+  if (rooted && (root < 0 || root >= nranks_))
+    return fail(Result::InvalidArgument, "%s: root %d out of range for %d ranks", name.c_str(),
+                root, nranks_);
+  const size_t size = datatype_size(static_cast<DataType>(type));
+  const size_t blocks = static_cast<size_t>(nranks_);
+  if (count > std::numeric_limits<size_t>::max() / size / blocks ||
+      count > (uint64_t{1} << 62) / size / blocks)
+    return fail(Result::InvalidArgument, "%s: count %zu x %zu bytes x %d ranks overflows",
+                name.c_str(), count, size, nranks_);
+  if (count == 0) return Result::Success;
+  const bool needs_send = !(c == Collective::Broadcast && rank_ != root);
+  const bool needs_recv = !(c == Collective::Reduce && rank_ != root);
+  if (needs_send && send == nullptr)
+    return fail(Result::InvalidArgument, "%s: sendbuff is null (count %zu)", name.c_str(), count);
+  if (needs_recv && recv == nullptr)
+    return fail(Result::InvalidArgument, "%s: recvbuff is null (count %zu)", name.c_str(), count);
+  return Result::Success;
+}
+
+Result Communicator::schedule_for(Collective c, int root, const std::vector<bool>& in_place,
+                                  size_t bytes, DataType type, const dsl::Program* given,
+                                  const Schedule** out) {
+  if (given != nullptr) {
+    given_schedule_ = std::make_unique<Schedule>();
+    BRAID_TRY(build_schedule(*given, in_place, given_schedule_.get()));
+    *out = given_schedule_.get();
+    return Result::Success;
+  }
+  std::string key = std::to_string(static_cast<int>(c)) + "/" + std::to_string(root) + "/" +
+                    std::to_string(std::bit_width(bytes)) + "/" +
+                    std::to_string(static_cast<int>(type)) + "/";
+  for (bool b : in_place) key.push_back(b ? '1' : '0');
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    plan::GenerateOptions options;
+    BRAID_TRY(plan::apply_settings(&options));  // BRAID_CHUNKS, _REDUCE_PLACEMENT, _DETERMINISTIC
+    options.root = root;
+    options.bytes = bytes;
+    options.dtype = type;
+    dsl::Program program;
+    BRAID_TRY(plan::generate(c, nranks_, topology_, options, &program));
+    auto schedule = std::make_unique<Schedule>();
+    BRAID_TRY(build_schedule(program, in_place, schedule.get()));
+    BRAID_INFO(Coll, "%s: program with %d chunks, %zu instructions for %zu bytes",
+               std::string(collective_name(c)).c_str(), program.chunks, schedule->order.size(),
+               bytes);
+    it = cache_.emplace(key, std::move(schedule)).first;
+  }
+  *out = it->second.get();
+  return Result::Success;
+}
+
+Result Communicator::collective(Collective c, const void* send, void* recv, size_t count,
+                                DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
+                                const dsl::Program* program) {
+  if (failed_ != Result::Success)
+    return fail(failed_, "communicator is unusable after an earlier error: %s",
+                failed_text_.c_str());
+  if (program != nullptr) {
+    c = program->collective;
+    root = program->root;
+    if (program->ranks != nranks_)
+      return fail(Result::InvalidArgument, "program is for %d ranks, communicator has %d",
+                  program->ranks, nranks_);
+  }
+  BRAID_TRY(check_arguments(c, send, recv, count, static_cast<int>(type), static_cast<int>(op),
+                            root, scalar));
+  if (count == 0) return Result::Success;
+  if (!collective_reduces(c)) op = RedOp::Sum;
+  const size_t esize = datatype_size(type);
+  const auto* send_bytes = static_cast<const unsigned char*>(send);
+  auto* recv_bytes = static_cast<unsigned char*>(recv);
+  bool in_place = false;
+  switch (c) {
+    case Collective::AllGather:
+      in_place = recv != nullptr && send_bytes == recv_bytes + rank_ * count * esize;
+      break;
+    case Collective::ReduceScatter:
+      in_place = send != nullptr && recv_bytes == send_bytes + rank_ * count * esize;
+      break;
+    default:
+      in_place = send == recv;
+      break;
+  }
+
+  // Avg: PreMulSum(1/n) on floats (as NCCL), Sum then divide on integers.
+  reduce::OpScalar avg_scalar;
+  uint64_t divide_by = 0;
+  RedOp run_op = op;
+  const reduce::OpScalar* run_scalar = op == RedOp::PreMulSum ? scalar : nullptr;
+  if (op == RedOp::Avg) {
+    if (datatype_is_float(type)) {
+      avg_scalar = reduce::OpScalar::of(type, 1.0 / nranks_);
+      run_op = RedOp::PreMulSum;
+      run_scalar = &avg_scalar;
+    } else {
+      run_op = RedOp::Sum;
+      divide_by = static_cast<uint64_t>(nranks_);
+    }
+  }
+
+  // Publish the call, meet the others, and check that every rank called the same thing.
+  WaitContext ctx;
+  ControlHeader* header = control_header(control_.data());
+  ctx.abort_word = &header->abort;
+  ctx.start = std::chrono::steady_clock::now();
+  ctx.timeout_s = settings().timeout;
+  ctx.peers = &peers_;
+  int dead_rank = -1;
+  ctx.dead_rank = &dead_rank;
+  backend_->set_timeout(ctx.timeout_s);
+  RankRecord* records = rank_records(control_.data());
+  const uint64_t seq = ++calls_;
+  CallRecord& mine = records[rank_].calls[seq % 2];
+  mine.collective.store(static_cast<uint64_t>(c));
+  mine.count.store(count);
+  mine.dtype.store(static_cast<uint64_t>(type));
+  mine.op.store(static_cast<uint64_t>(op));
+  mine.root.store(static_cast<uint64_t>(c == Collective::Broadcast || c == Collective::Reduce ? root : 0));
+  mine.in_place.store(in_place ? 1 : 0);
+  mine.seq.store(seq, std::memory_order_release);
+  BRAID_TRY(barrier(c, ctx));
+  std::vector<bool> in_place_flags(nranks_);
+  for (int q = 0; q < nranks_; ++q) {
+    const CallRecord& theirs = records[q].calls[seq % 2];
+    if (!same_call(theirs, records[0].calls[seq % 2])) {
+      return fail(Result::InvalidUsage,
+                  "mismatched collectives: rank 0 called %s but rank %d called %s",
+                  call_text(records[0].calls[seq % 2]).c_str(), q, call_text(theirs).c_str());
+    }
+    in_place_flags[q] = theirs.in_place.load() != 0;
+  }
+
+  const size_t out_blocks = static_cast<size_t>(dsl::output_blocks(c, nranks_));
+  const size_t message_bytes =
+      count * esize * (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll
+                           ? static_cast<size_t>(nranks_)
+                           : size_t{1});
+  (void)out_blocks;
+  const Schedule* schedule = nullptr;
+  BRAID_TRY(schedule_for(c, root, in_place_flags, message_bytes, type, program, &schedule));
+
+  // Pieces: the program over a sub-range of every block, sized so its host slots fit.
+  int max_slots = 1;
+  for (int s : schedule->host_slots) max_slots = std::max(max_slots, s);
+  const size_t slot_capacity = staging_bytes_ / static_cast<size_t>(max_slots) / 64 * 64;
+  const uint64_t slot_elements = slot_capacity / esize;
+  if (slot_elements == 0)
+    return fail(Result::InvalidUsage,
+                "%s: the program needs %d host slots per NUMA node; BRAID_STAGING_BYTES=%zu "
+                "cannot hold one element each",
+                std::string(collective_name(c)).c_str(), max_slots, staging_bytes_);
+  const uint64_t piece_elements =
+      std::min<uint64_t>(count, slot_elements * static_cast<uint64_t>(schedule->chunks));
+  BRAID_TRY(backend_->begin_collective());
+  for (uint64_t begin = 0; begin < count; begin += piece_elements) {
+    if (begin > 0) {
+      ctx.start = std::chrono::steady_clock::now();
+      BRAID_TRY(barrier(c, ctx));  // no rank still reads the previous piece's slots
+    }
+    RunArgs args;
+    args.in = send;
+    args.out = recv;
+    args.type = type;
+    args.op = run_op;
+    args.scalar = run_scalar;
+    args.divide_by = divide_by;
+    args.piece = {count, begin, std::min<uint64_t>(piece_elements, count - begin)};
+    args.seq = ++runs_;
+    ctx.start = std::chrono::steady_clock::now();
+    RunFailure failure;
+    Result r = executor_->run(*schedule, args, ctx, &failure);
+    if (r != Result::Success) {
+      if (failure.outcome == WaitOutcome::Done && header->abort.load() == 0) {
+        failed_ = r;
+        failed_text_ = last_error();
+        return r;
+      }
+      return report_failure(c, failure, device::seconds_since(ctx.start));
+    }
+  }
+  return backend_->end_collective();
+}
+
+Result Communicator::all_reduce(const void* send, void* recv, size_t count, DataType type,
+                                RedOp op, const reduce::OpScalar* scalar) {
+  return collective(Collective::AllReduce, send, recv, count, type, op, 0, scalar, nullptr);
+}
+Result Communicator::all_gather(const void* send, void* recv, size_t send_count, DataType type) {
+  return collective(Collective::AllGather, send, recv, send_count, type, RedOp::Sum, 0, nullptr,
+                    nullptr);
+}
+Result Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count,
+                                    DataType type, RedOp op, const reduce::OpScalar* scalar) {
+  return collective(Collective::ReduceScatter, send, recv, recv_count, type, op, 0, scalar,
+                    nullptr);
+}
+Result Communicator::broadcast(const void* send, void* recv, size_t count, DataType type,
+                               int root) {
+  return collective(Collective::Broadcast, send, recv, count, type, RedOp::Sum, root, nullptr,
+                    nullptr);
+}
+Result Communicator::reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                            int root, const reduce::OpScalar* scalar) {
+  return collective(Collective::Reduce, send, recv, count, type, op, root, scalar, nullptr);
+}
+Result Communicator::all_to_all(const void* send, void* recv, size_t count, DataType type) {
+  return collective(Collective::AllToAll, send, recv, count, type, RedOp::Sum, 0, nullptr,
+                    nullptr);
+}
+Result Communicator::run_program(const dsl::Program& program, const void* send, void* recv,
+                                 size_t count, DataType type, RedOp op,
+                                 const reduce::OpScalar* scalar) {
+  return collective(program.collective, send, recv, count, type, op, program.root, scalar,
+                    &program);
+}
+
+}  // namespace braid::engine

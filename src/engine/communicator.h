@@ -1,0 +1,107 @@
+// The engine's communicator: one per rank, made collectively by all ranks (threads or
+// processes) from the same random CommId. Collectives follow NCCL's argument conventions and
+// block until this rank's part is done.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "device/backend.h"
+#include "dsl/program.h"
+#include "engine/executor.h"
+#include "engine/schedule.h"
+#include "engine/shm.h"
+#include "engine/worker_pool.h"
+#include "reduce/reduce.h"
+#include "topo/topology.h"
+
+namespace braid::engine {
+
+struct CommId {
+  uint8_t bytes[16] = {};
+  static CommId random();
+  std::string hex() const;  // 32 lower-case hex digits
+};
+
+class Communicator {
+ public:
+  // Collective over all `nranks` ranks: each calls create with the same id. `backend` stays
+  // owned by the caller and must outlive the communicator.
+  static Result create(const CommId& id, int rank, int nranks, const topo::Topology& topology,
+                       device::Backend* backend, std::unique_ptr<Communicator>* out);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+
+  // NCCL conventions: counts are per rank (AllReduce, Broadcast, Reduce), the send count
+  // (AllGather), the receive count (ReduceScatter), the count per peer (AllToAll). `scalar` is
+  // PreMulSum's (required for it, ignored otherwise).
+  Result all_reduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                    const reduce::OpScalar* scalar = nullptr);
+  Result all_gather(const void* send, void* recv, size_t send_count, DataType type);
+  Result reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, RedOp op,
+                        const reduce::OpScalar* scalar = nullptr);
+  Result broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  Result reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+                const reduce::OpScalar* scalar = nullptr);
+  Result all_to_all(const void* send, void* recv, size_t count, DataType type);
+
+  // Runs a given program (must pass dsl::validate for the in-place mode the pointers imply);
+  // for tests and tools. All ranks pass the same program.
+  Result run_program(const dsl::Program& program, const void* send, void* recv, size_t count,
+                     DataType type, RedOp op = RedOp::Sum,
+                     const reduce::OpScalar* scalar = nullptr);
+
+  // Stops every wait of this communicator on every rank (within a second); later calls fail.
+  void abort();
+
+  // The names of the shared segments (for tests: they must be gone from /dev/shm).
+  std::vector<std::string> segment_names() const;
+
+ private:
+  Communicator() = default;
+  Result collective(Collective c, const void* send, void* recv, size_t count, DataType type,
+                    RedOp op, int root, const reduce::OpScalar* scalar,
+                    const dsl::Program* program);
+  Result check_arguments(Collective c, const void* send, void* recv, size_t count, int type,
+                         int op, int root, const reduce::OpScalar* scalar);
+  Result barrier(Collective c, const WaitContext& ctx);
+  Result report_failure(Collective c, const RunFailure& f, double waited);
+  Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,
+                      DataType type, const dsl::Program* given, const Schedule** out);
+  std::string describe_rank(int rank) const;
+
+  int rank_ = 0;
+  int nranks_ = 1;
+  topo::Topology topology_;
+  device::Backend* backend_ = nullptr;
+  std::string name_prefix_;
+  SharedSegment control_;
+  std::vector<SharedSegment> staging_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<std::pair<int, pid_t>> peers_;  // other processes' ranks, for death checks
+  uint64_t calls_ = 0;
+  uint64_t barriers_ = 0;
+  uint64_t runs_ = 0;
+  size_t staging_bytes_ = 0;
+  size_t slice_bytes_ = 0;
+  Result failed_ = Result::Success;
+  std::string failed_text_;
+  // Schedules of generated programs, per (collective, root, in-place flags, size class, type).
+  std::map<std::string, std::unique_ptr<Schedule>> cache_;
+  std::unique_ptr<Schedule> given_schedule_;  // the last run_program's
+};
+
+}  // namespace braid::engine

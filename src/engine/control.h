@@ -1,0 +1,67 @@
+// The control segment every rank of a communicator maps: attach count, abort word, one record per
+// rank (pid, barrier arrivals, the arguments of its current call) and the progress counters.
+// Everything that crosses ranks is a lock-free 64-bit atomic, valid across processes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace braid::engine {
+
+inline constexpr uint64_t kControlMagic = 0x6272616964637431ull;  // "braidct1"
+
+// What a rank is about to run; compared across ranks before every collective.
+struct CallRecord {
+  std::atomic<uint64_t> seq;  // which call (1-based); 0: none yet
+  std::atomic<uint64_t> collective;
+  std::atomic<uint64_t> count;
+  std::atomic<uint64_t> dtype;
+  std::atomic<uint64_t> op;
+  std::atomic<uint64_t> root;
+  std::atomic<uint64_t> in_place;  // this rank's buffers alias (NCCL's in-place rule)
+};
+
+struct alignas(64) RankRecord {
+  std::atomic<uint64_t> pid;
+  std::atomic<uint64_t> barrier;       // the last barrier this rank arrived at (monotonic)
+  CallRecord calls[2];                 // by call parity: a fast rank never overwrites a record
+                                       // a slow rank is still comparing
+};
+
+// abort word: 0 while healthy; otherwise kAbortTag | reason << 16 | culprit rank.
+inline constexpr uint64_t kAbortTag = 1ull << 62;
+enum class AbortReason : uint64_t { UserAbort = 1, RankDied = 2, RankStalled = 3, LocalError = 4 };
+inline uint64_t abort_word(AbortReason reason, int culprit) {
+  return kAbortTag | (static_cast<uint64_t>(reason) << 16) | static_cast<uint64_t>(culprit);
+}
+inline AbortReason abort_reason(uint64_t word) {
+  return static_cast<AbortReason>((word >> 16) & 0xffff);
+}
+inline int abort_culprit(uint64_t word) { return static_cast<int>(word & 0xffff); }
+
+struct alignas(64) ControlHeader {
+  std::atomic<uint64_t> magic;  // set last by the creator: the segment is initialised
+  std::atomic<uint64_t> nranks;
+  std::atomic<uint64_t> attached;
+  std::atomic<uint64_t> counter_capacity;
+  alignas(64) std::atomic<uint64_t> abort;
+};
+
+// Layout: header, nranks rank records, then counter_capacity progress counters.
+inline size_t control_bytes(int nranks, size_t counters) {
+  return sizeof(ControlHeader) + sizeof(RankRecord) * static_cast<size_t>(nranks) +
+         sizeof(std::atomic<uint64_t>) * counters;
+}
+inline ControlHeader* control_header(void* base) { return static_cast<ControlHeader*>(base); }
+inline RankRecord* rank_records(void* base) {
+  return reinterpret_cast<RankRecord*>(static_cast<char*>(base) + sizeof(ControlHeader));
+}
+inline std::atomic<uint64_t>* progress_counters(void* base, int nranks) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(base) + sizeof(ControlHeader) +
+                                                  sizeof(RankRecord) * static_cast<size_t>(nranks));
+}
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters need lock-free atomics");
+
+}  // namespace braid::engine

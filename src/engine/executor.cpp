@@ -1,0 +1,292 @@
+#include "engine/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "engine/control.h"
+
+namespace braid::engine {
+namespace {
+
+using dsl::Buffer;
+using dsl::Location;
+using dsl::Opcode;
+
+// Everything a slice needs, shared by the tasks of one run (alive until the pool is idle).
+struct RunState {
+  const Schedule* schedule = nullptr;
+  RunArgs args;
+  const ExecutorConfig* config = nullptr;
+  WaitContext ctx;  // without peer checks (worker threads)
+  std::atomic<uint64_t>* abort_word = nullptr;
+  size_t element_size = 0;
+  size_t slot_bytes = 0;
+  uint64_t slice_elements = 1;
+  uint64_t base = 0;  // seq << 32
+  std::vector<uint64_t> part_elements;  // per part
+  std::vector<uint32_t> slices;         // per position in the global order
+
+  uint64_t size_of(int32_t pos) const { return part_elements[schedule->order[pos].part]; }
+
+  // Element range of slice s within a chunk of `elements` elements.
+  std::pair<uint64_t, uint64_t> slice_range(uint64_t elements, uint32_t s) const {
+    const uint64_t begin = std::min<uint64_t>(elements, uint64_t{s} * slice_elements);
+    const uint64_t end = std::min<uint64_t>(elements, begin + slice_elements);
+    return {begin, end};
+  }
+
+  unsigned char* address(const Location& l, uint64_t element) const {
+    if (l.is_host())
+      return config->staging[l.numa] + static_cast<size_t>(l.index) * slot_bytes +
+             element * element_size;
+    const int chunks = schedule->chunks;
+    const uint64_t block = static_cast<uint64_t>(l.index / chunks);
+    const dsl::ElementRange part = dsl::chunk_elements(args.piece.count, chunks, l.index % chunks);
+    const uint64_t e = block * args.piece.block_stride + args.piece.begin + part.begin + element;
+    auto* base_ptr = static_cast<unsigned char*>(
+        l.buffer == Buffer::Input ? const_cast<void*>(args.in) : args.out);
+    return base_ptr + e * element_size;
+  }
+
+  // The counter value dependency `d` of instruction `pos` needs before slice s may run.
+  uint64_t needed(int32_t pos, const ResolvedDep& d, uint32_t s) const {
+    if (d.same_cell && size_of(d.writer) == size_of(pos)) return base + s + 1;
+    return base + slices[d.writer];
+  }
+};
+
+bool wait_deps(const RunState& st, int32_t pos, uint32_t s) {
+  const auto& si = st.schedule->order[pos];
+  for (const auto& d : si.deps) {
+    const uint64_t value = st.needed(pos, d, s);
+    std::atomic<uint64_t>& counter = st.config->counters[d.writer];
+    if (counter.load(std::memory_order_acquire) >= value) continue;
+    if (wait_until(st.ctx, [&] { return counter.load(std::memory_order_acquire) >= value; }) !=
+        WaitOutcome::Done)
+      return false;
+  }
+  return true;
+}
+
+// One slice of a host instruction (H2H or host REDUCE), run by a pool worker.
+void run_host_slice(const RunState* st, int32_t pos, uint32_t s) {
+  const auto& si = st->schedule->order[pos];
+  if (!wait_deps(*st, pos, s)) return;
+  const auto [begin, end] = st->slice_range(st->size_of(pos), s);
+  const auto& in = si.instruction;
+  unsigned char* dst = st->address(in.dst, begin);
+  const unsigned char* src = st->address(in.src, begin);
+  if (si.accumulate) {
+    const bool pre = st->args.op == RedOp::PreMulSum;
+    Result r = reduce::accumulate(st->args.type, st->args.op, dst, src, end - begin,
+                                  pre ? st->args.scalar : nullptr, pre && si.scale_dst,
+                                  pre && si.scale_src);
+    if (r != Result::Success) {
+      uint64_t expected = 0;
+      st->abort_word->compare_exchange_strong(
+          expected, abort_word(AbortReason::LocalError, st->config->rank));
+      return;
+    }
+  } else if (end > begin && dst != src) {
+    std::memcpy(dst, src, (end - begin) * st->element_size);
+  }
+  // Publish in slice order: readers gate slice s on "counter >= base + s + 1".
+  std::atomic<uint64_t>& mine = st->config->counters[pos];
+  if (s > 0 && mine.load(std::memory_order_acquire) < st->base + s) {
+    if (wait_until(st->ctx, [&] { return mine.load(std::memory_order_acquire) >= st->base + s; }) !=
+        WaitOutcome::Done)
+      return;
+  }
+  mine.store(st->base + s + 1, std::memory_order_release);
+}
+
+}  // namespace
+
+size_t Executor::slot_bytes(uint64_t count, int chunks, size_t element_size) {
+  const size_t raw = dsl::max_chunk_elements(count, chunks) * element_size;
+  return (raw + 63) / 64 * 64;
+}
+
+Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitContext& ctx,
+                     RunFailure* failure) {
+  RunState st;
+  st.schedule = &schedule;
+  st.args = args;
+  st.config = &config_;
+  st.ctx = ctx;
+  st.ctx.peers = nullptr;
+  st.ctx.dead_rank = nullptr;
+  st.abort_word = const_cast<std::atomic<uint64_t>*>(ctx.abort_word);
+  st.element_size = datatype_size(args.type);
+  st.slot_bytes = slot_bytes(args.piece.count, schedule.chunks, st.element_size);
+  st.slice_elements = std::max<uint64_t>(1, config_.slice_bytes / st.element_size);
+  st.base = args.seq << 32;
+  st.part_elements.resize(schedule.chunks);
+  for (int p = 0; p < schedule.chunks; ++p)
+    st.part_elements[p] = dsl::chunk_elements(args.piece.count, schedule.chunks, p).size();
+  const int32_t total = static_cast<int32_t>(schedule.order.size());
+  if (static_cast<size_t>(total) > config_.counter_capacity)
+    return fail(Result::InvalidUsage,
+                "program has %d instructions but the communicator has %zu progress counters",
+                total, config_.counter_capacity);
+  for (size_t n = 0; n < schedule.host_slots.size(); ++n) {
+    if (schedule.host_slots[n] == 0) continue;
+    if (n >= config_.staging.size() ||
+        static_cast<size_t>(schedule.host_slots[n]) * st.slot_bytes > config_.staging_bytes)
+      return fail(Result::InternalError,
+                  "piece of %llu elements needs %d host slots of %zu bytes on NUMA %zu, more "
+                  "than the staging there",
+                  static_cast<unsigned long long>(args.piece.count), schedule.host_slots[n],
+                  st.slot_bytes, n);
+  }
+  st.slices.resize(total);
+  for (int32_t pos = 0; pos < total; ++pos) {
+    const uint64_t e = st.size_of(pos);
+    st.slices[pos] = static_cast<uint32_t>(std::max<uint64_t>(1, (e + st.slice_elements - 1) / st.slice_elements));
+  }
+
+  device::Backend& dev = *config_.backend;
+  const int rank = config_.rank;
+  const size_t scratch_slice_bytes = st.slice_elements * st.element_size;
+  auto signal = [&](int32_t pos, uint32_t s) {
+    return device::Signal{&config_.counters[pos], st.base + s + 1};
+  };
+  auto enqueue_waits = [&](int queue, int32_t pos, uint32_t s) -> Result {
+    for (const auto& d : schedule.order[pos].deps)
+      BRAID_TRY(dev.wait(queue, device::Signal{&config_.counters[d.writer], st.needed(pos, d, s)}));
+    return Result::Success;
+  };
+
+  Result issue_result = Result::Success;
+  for (int32_t pos : schedule.rank_order[rank]) {
+    const auto& si = schedule.order[pos];
+    const auto& in = si.instruction;
+    const uint64_t elements = st.size_of(pos);
+    for (uint32_t s = 0; s < st.slices[pos] && issue_result == Result::Success; ++s) {
+      const auto [begin, end] = st.slice_range(elements, s);
+      const size_t bytes = (end - begin) * st.element_size;
+      auto issue = [&]() -> Result {
+        switch (in.op) {
+          case Opcode::D2H:
+            BRAID_TRY(enqueue_waits(device::kQueueD2H, pos, s));
+            return dev.d2h(device::kQueueD2H, st.address(in.dst, begin), st.address(in.src, begin),
+                           bytes, signal(pos, s));
+          case Opcode::H2D:
+            BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
+            return dev.h2d(device::kQueueH2D, st.address(in.dst, begin), st.address(in.src, begin),
+                           bytes, signal(pos, s));
+          case Opcode::Copy:
+            BRAID_TRY(enqueue_waits(device::kQueueCompute, pos, s));
+            return dev.copy(device::kQueueCompute, st.address(in.dst, begin),
+                            st.address(in.src, begin), bytes, signal(pos, s));
+          case Opcode::H2H:
+            config_.pool->submit(static_cast<int>(next_worker_++ % config_.pool->size()),
+                                 [stp = &st, pos, s] { run_host_slice(stp, pos, s); });
+            return Result::Success;
+          case Opcode::Reduce:
+            if (in.dst.is_host()) {
+              config_.pool->submit(static_cast<int>(next_worker_++ % config_.pool->size()),
+                                   [stp = &st, pos, s] { run_host_slice(stp, pos, s); });
+              return Result::Success;
+            }
+            {
+              // Device reduction: stage the host source into a scratch ring slot, then reduce.
+              const uint64_t g = staging_index_++;
+              const uint64_t k = static_cast<uint64_t>(config_.scratch_slices);
+              unsigned char* slot = static_cast<unsigned char*>(config_.scratch) +
+                                    (g % k) * scratch_slice_bytes;
+              if (g >= k) BRAID_TRY(dev.wait(device::kQueueH2D, {&consumed_, g + 1 - k}));
+              BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
+              BRAID_TRY(dev.h2d(device::kQueueH2D, slot, st.address(in.src, begin), bytes,
+                                {&staged_, g + 1}));
+              BRAID_TRY(dev.wait(device::kQueueCompute, {&staged_, g + 1}));
+              const bool pre = args.op == RedOp::PreMulSum;
+              BRAID_TRY(dev.reduce(device::kQueueCompute, args.type, args.op,
+                                   st.address(in.dst, begin), slot, end - begin,
+                                   pre ? args.scalar : nullptr, pre && si.scale_dst,
+                                   pre && si.scale_src, signal(pos, s)));
+              return dev.raise(device::kQueueCompute, {&consumed_, g + 1});
+            }
+        }
+        return Result::Success;
+      };
+      issue_result = issue();
+    }
+    if (issue_result != Result::Success) break;
+  }
+
+  // Wait for every write of this rank, then finish PreMulSum / integer Avg outputs.
+  Result result = issue_result;
+  if (result == Result::Success) {
+    for (int32_t pos : schedule.rank_order[rank]) {
+      const uint64_t value = st.base + st.slices[pos];
+      std::atomic<uint64_t>& counter = config_.counters[pos];
+      const WaitOutcome w =
+          wait_until(ctx, [&] { return counter.load(std::memory_order_acquire) >= value; });
+      if (w == WaitOutcome::Done) continue;
+      failure->outcome = w;
+      if (w == WaitOutcome::PeerDied) {
+        failure->culprit = ctx.dead_rank ? *ctx.dead_rank : -1;
+      } else {
+        // Follow unmet dependencies to the first instruction that cannot progress.
+        int32_t at = pos;
+        for (int step = 0; step < 1 << 16; ++step) {
+          int32_t next = -1;
+          for (const auto& d : schedule.order[at].deps)
+            if (config_.counters[d.writer].load() < st.base + st.slices[d.writer]) {
+              next = d.writer;
+              break;
+            }
+          if (next < 0) break;
+          at = next;
+        }
+        failure->culprit = schedule.order[at].rank;
+      }
+      result = Result::RemoteError;
+      break;
+    }
+  }
+  if (result == Result::Success) {
+    const bool scale_raw = args.op == RedOp::PreMulSum && args.scalar != nullptr;
+    bool any = false;
+    for (const auto& f : schedule.final_outputs[rank]) {
+      if (!(scale_raw && f.raw) && args.divide_by == 0) continue;
+      const Location out{Buffer::Output, 0, f.chunk};
+      void* p = st.address(out, 0);
+      const uint64_t n = st.part_elements[f.chunk % schedule.chunks];
+      if (scale_raw && f.raw)
+        result = dev.scale(device::kQueueCompute, args.type, p, p, n, *args.scalar, {});
+      if (result == Result::Success && args.divide_by != 0)
+        result = dev.divide(device::kQueueCompute, args.type, p, n, args.divide_by, {});
+      if (result != Result::Success) break;
+      any = true;
+    }
+    if (result == Result::Success && any) {
+      const uint64_t target = ++finish_index_;
+      result = dev.raise(device::kQueueCompute, {&finish_, target});
+      if (result == Result::Success &&
+          wait_until(ctx, [&] { return finish_.load(std::memory_order_acquire) >= target; }) !=
+              WaitOutcome::Done) {
+        failure->outcome = WaitOutcome::TimedOut;
+        failure->culprit = rank;
+        result = Result::RemoteError;
+      }
+    }
+  }
+  if (result != Result::Success) {
+    // Stop everything that might still touch this run's state before it goes away.
+    uint64_t expected = 0;
+    st.abort_word->compare_exchange_strong(
+        expected, abort_word(failure->outcome == WaitOutcome::PeerDied   ? AbortReason::RankDied
+                             : failure->outcome == WaitOutcome::TimedOut ? AbortReason::RankStalled
+                                                                         : AbortReason::LocalError,
+                             failure->culprit >= 0 ? failure->culprit : rank));
+    dev.abort();
+    config_.pool->drop_pending();
+  }
+  config_.pool->wait_idle();
+  return result;
+}
+
+}  // namespace braid::engine

@@ -1,0 +1,47 @@
+// POSIX shared memory segments of one communicator, named from its random 128-bit id
+// ("/braid-<32 hex>-<what>"), created mode 0600 by one rank and opened by the others.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace braid::engine {
+
+// A mapped segment. Unmaps on destruction; unlinking is explicit (as soon as every rank
+// attached), so a crash after that leaves nothing in /dev/shm.
+class SharedSegment {
+ public:
+  SharedSegment() = default;
+  ~SharedSegment();
+  SharedSegment(SharedSegment&& other) noexcept;
+  SharedSegment& operator=(SharedSegment&& other) noexcept;
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
+
+  // Creates `name` (O_CREAT|O_EXCL, 0600) of `bytes` bytes, zero-filled, and maps it.
+  static Result create(const std::string& name, size_t bytes, SharedSegment* out);
+  // Opens an existing segment, retrying until it exists with `bytes` bytes or `timeout_s` passed.
+  static Result open(const std::string& name, size_t bytes, double timeout_s,
+                     const volatile uint64_t* abort_word, SharedSegment* out);
+  // Removes the name (the mapping stays valid). ENOENT is not an error.
+  static void unlink(const std::string& name);
+
+  // Binds the pages to NUMA node `node` when libnuma is present and the node exists; otherwise
+  // does nothing (placement is an optimisation, never a requirement).
+  void place_on_numa(int node);
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  void release();
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::string name_;
+};
+
+}  // namespace braid::engine

@@ -1,0 +1,29 @@
+#include "engine/watchdog.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace braid::engine {
+
+bool process_dead(pid_t pid) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  // Alive or a zombie: a SIGKILLed child stays a zombie until its parent reaps it.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return errno == ENOENT;
+  char buffer[512];
+  size_t n = std::fread(buffer, 1, sizeof(buffer) - 1, f);
+  std::fclose(f);
+  buffer[n] = '\0';
+  const char* close_paren = std::strrchr(buffer, ')');
+  if (close_paren == nullptr || close_paren[1] == '\0') return false;
+  const char state = close_paren[2];
+  return state == 'Z' || state == 'X' || state == 'x';
+}
+
+}  // namespace braid::engine

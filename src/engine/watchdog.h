@@ -1,0 +1,56 @@
+// Bounded waiting for the engine: every wait polls with back-off and gives up when the
+// communicator's abort word is set, when the timeout passes, or (for the waits of the calling
+// thread) when a peer process has died.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "device/backoff.h"
+
+namespace braid::engine {
+
+enum class WaitOutcome { Done, Aborted, TimedOut, PeerDied };
+
+// True when process `pid` no longer runs (gone, or a zombie nobody reaped yet).
+bool process_dead(pid_t pid);
+
+struct WaitContext {
+  const std::atomic<uint64_t>* abort_word = nullptr;  // shared: any rank may set it
+  std::chrono::steady_clock::time_point start;        // when the collective began
+  double timeout_s = 30.0;
+  // Peers to watch (calling thread only): pids of the other ranks that are other processes.
+  const std::vector<std::pair<int, pid_t>>* peers = nullptr;
+  int* dead_rank = nullptr;  // set on PeerDied
+};
+
+template <class Ready>
+WaitOutcome wait_until(const WaitContext& ctx, Ready ready) {
+  device::Backoff backoff;
+  auto last_peer_check = std::chrono::steady_clock::now();
+  for (;;) {
+    if (ready()) return WaitOutcome::Done;
+    if (backoff.sleeping()) {
+      if (ctx.abort_word != nullptr && ctx.abort_word->load(std::memory_order_acquire) != 0)
+        return WaitOutcome::Aborted;
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - ctx.start).count() > ctx.timeout_s)
+        return WaitOutcome::TimedOut;
+      if (ctx.peers != nullptr && now - last_peer_check > std::chrono::milliseconds(20)) {
+        last_peer_check = now;
+        for (const auto& [rank, pid] : *ctx.peers)
+          if (process_dead(pid)) {
+            if (ctx.dead_rank) *ctx.dead_rank = rank;
+            return WaitOutcome::PeerDied;
+          }
+      }
+    }
+    backoff.pause();
+  }
+}
+
+}  // namespace braid::engine
