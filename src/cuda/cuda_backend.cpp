@@ -1,0 +1,251 @@
+#include "cuda/cuda_backend.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "cuda/device_reduce.h"
+
+namespace braid::cuda {
+
+namespace {
+
+DeviceScalar to_device_scalar(const reduce::OpScalar* s) {
+  DeviceScalar d;
+  if (s != nullptr) std::memcpy(d.bytes, s->bytes, sizeof d.bytes);
+  return d;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  if ((init_error_ = select_device()) != Result::Success) return;
+  int can64 = 0;
+  cuDeviceGetAttribute(&can64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device);
+  if (can64 == 0) {
+    init_error_ = fail(Result::UnhandledCudaError,
+                       "GPU %d cannot run 64-bit stream memory operations (cuStreamWaitValue64), "
+                       "which the PCIe path needs", device);
+    return;
+  }
+  for (int q = 0; q < device::kNumQueues; ++q) {
+    cudaStream_t s = nullptr;
+    if ((init_error_ = check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate")) !=
+        Result::Success)
+      return;
+    streams_.push_back(s);
+    cudaEvent_t e = nullptr;
+    if ((init_error_ = check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate")) !=
+        Result::Success)
+      return;
+    queue_done_.push_back(e);
+  }
+  init_error_ = check(cudaEventCreateWithFlags(&user_ready_, cudaEventDisableTiming), "cudaEventCreate");
+  BRAID_INFO(Device, "CUDA backend on GPU %d with %d streams", device, num_queues());
+}
+
+CudaBackend::~CudaBackend() {
+  select_device();
+  for (cudaStream_t s : streams_) {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  for (cudaEvent_t e : queue_done_) cudaEventDestroy(e);
+  if (user_ready_ != nullptr) cudaEventDestroy(user_ready_);
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  for (const auto& r : registrations_) cudaHostUnregister(r.host);
+}
+
+Result CudaBackend::check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Result::Success;
+  const Result r = fail(Result::UnhandledCudaError, "%s failed on GPU %d: %s", what, device_,
+                        cudaGetErrorString(e));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_ == Result::Success) {
+    error_ = r;
+    error_text_ = last_error();
+  }
+  return r;
+}
+
+Result CudaBackend::check_driver(int e, const char* what) {
+  if (e == CUDA_SUCCESS) return Result::Success;
+  const char* text = nullptr;
+  cuGetErrorString(static_cast<CUresult>(e), &text);
+  const Result r = fail(Result::UnhandledCudaError, "%s failed on GPU %d: %s", what, device_,
+                        text != nullptr ? text : "unknown driver error");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_ == Result::Success) {
+    error_ = r;
+    error_text_ = last_error();
+  }
+  return r;
+}
+
+// Ranks may be threads of one process driving several GPUs: every call names its device.
+Result CudaBackend::select_device() { return check(cudaSetDevice(device_), "cudaSetDevice"); }
+
+Result CudaBackend::stream_of(int queue, cudaStream_t* out) {
+  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
+  if (queue < 0 || queue >= num_queues()) return fail(Result::InternalError, "no queue %d", queue);
+  BRAID_TRY(select_device());
+  *out = streams_[queue];
+  return Result::Success;
+}
+
+Result CudaBackend::counter_address(const std::atomic<uint64_t>* counter, unsigned long long* out) {
+  const char* p = reinterpret_cast<const char*>(counter);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& r : registrations_) {
+    if (p >= r.host && p + sizeof(uint64_t) <= r.host + r.bytes) {
+      *out = reinterpret_cast<unsigned long long>(r.device + (p - r.host));
+      return Result::Success;
+    }
+  }
+  return fail(Result::InternalError,
+              "a progress counter at %p is not in host memory registered with the GPU", static_cast<const void*>(p));
+}
+
+Result CudaBackend::signal_after(cudaStream_t s, device::Signal done) {
+  if (done.empty()) return Result::Success;
+  unsigned long long addr = 0;
+  BRAID_TRY(counter_address(done.counter, &addr));
+  return check_driver(cuStreamWriteValue64(reinterpret_cast<CUstream>(s), addr, done.value, 0),
+                      "cuStreamWriteValue64");
+}
+
+Result CudaBackend::d2h(int queue, void* host, const void* dev, size_t bytes, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  if (bytes > 0) BRAID_TRY(check(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync D2H"));
+  return signal_after(s, done);
+}
+
+Result CudaBackend::h2d(int queue, void* dev, const void* host, size_t bytes, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  if (bytes > 0) BRAID_TRY(check(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync H2D"));
+  return signal_after(s, done);
+}
+
+Result CudaBackend::copy(int queue, void* dev_dst, const void* dev_src, size_t bytes, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  if (bytes > 0 && dev_dst != dev_src)
+    BRAID_TRY(check(cudaMemcpyAsync(dev_dst, dev_src, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync D2D"));
+  return signal_after(s, done);
+}
+
+Result CudaBackend::wait(int queue, device::Signal until) {
+  if (until.empty()) return Result::Success;
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  unsigned long long addr = 0;
+  BRAID_TRY(counter_address(until.counter, &addr));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(waited_.begin(), waited_.end(), until.counter) == waited_.end()) waited_.push_back(until.counter);
+  }
+  return check_driver(cuStreamWaitValue64(reinterpret_cast<CUstream>(s), addr, until.value, CU_STREAM_WAIT_VALUE_GEQ),
+                      "cuStreamWaitValue64");
+}
+
+Result CudaBackend::raise(int queue, device::Signal signal) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  return signal_after(s, signal);
+}
+
+Result CudaBackend::reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged, size_t n,
+                           const reduce::OpScalar* scalar, bool scale_dst, bool scale_src, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  BRAID_TRY(check(accumulate(type, op, dev_dst, dev_src_staged, n, to_device_scalar(scalar), scale_dst, scale_src, s),
+                  "reduce kernel launch"));
+  return signal_after(s, done);
+}
+
+Result CudaBackend::scale(int queue, DataType type, void* dev_dst, const void* dev_src, size_t n,
+                          const reduce::OpScalar& scalar, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  BRAID_TRY(check(cuda::scale(type, dev_dst, dev_src, n, to_device_scalar(&scalar), s), "scale kernel launch"));
+  return signal_after(s, done);
+}
+
+Result CudaBackend::divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor, device::Signal done) {
+  cudaStream_t s;
+  BRAID_TRY(stream_of(queue, &s));
+  BRAID_TRY(check(cuda::divide(type, dev_data, n, divisor, s), "divide kernel launch"));
+  return signal_after(s, done);
+}
+
+void* CudaBackend::device_scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  if (select_device() != Result::Success) return nullptr;
+  // Earlier work may still read the old buffer: let the queues drain before it goes.
+  for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  if (check(cudaMalloc(&scratch_, bytes), "cudaMalloc (staging scratch)") != Result::Success) return nullptr;
+  scratch_bytes_ = bytes;
+  return scratch_;
+}
+
+Result CudaBackend::register_host(void* ptr, size_t bytes) {
+  BRAID_TRY(select_device());
+  BRAID_TRY(check(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped), "cudaHostRegister"));
+  void* dev = nullptr;
+  BRAID_TRY(check(cudaHostGetDevicePointer(&dev, ptr, 0), "cudaHostGetDevicePointer"));
+  std::lock_guard<std::mutex> lock(mutex_);
+  registrations_.push_back({static_cast<char*>(ptr), bytes, static_cast<char*>(dev)});
+  return Result::Success;
+}
+
+Result CudaBackend::unregister_host(void* ptr) {
+  BRAID_TRY(select_device());
+  for (cudaStream_t s : streams_) cudaStreamSynchronize(s);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = std::find_if(registrations_.begin(), registrations_.end(),
+                                 [&](const Registration& r) { return r.host == ptr; });
+    if (it == registrations_.end()) return Result::Success;
+    registrations_.erase(it);
+  }
+  return check(cudaHostUnregister(ptr), "cudaHostUnregister");
+}
+
+Result CudaBackend::begin_collective() {
+  BRAID_TRY(select_device());
+  BRAID_TRY(check(cudaEventRecord(user_ready_, user_stream_), "cudaEventRecord (user stream)"));
+  for (cudaStream_t s : streams_) BRAID_TRY(check(cudaStreamWaitEvent(s, user_ready_, 0), "cudaStreamWaitEvent"));
+  return Result::Success;
+}
+
+Result CudaBackend::end_collective() {
+  BRAID_TRY(select_device());
+  for (size_t q = 0; q < streams_.size(); ++q) {
+    BRAID_TRY(check(cudaEventRecord(queue_done_[q], streams_[q]), "cudaEventRecord (queue)"));
+    BRAID_TRY(check(cudaStreamWaitEvent(user_stream_, queue_done_[q], 0), "cudaStreamWaitEvent (user stream)"));
+  }
+  return Result::Success;
+}
+
+void CudaBackend::abort() {
+  aborted_.store(true);
+  // A stream parked in cuStreamWaitValue64 on a counter no one will raise would hang forever:
+  // raise every counter a stream waited on past any value it could wait for.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto* c : waited_) c->store(~0ull >> 1);
+}
+
+Result CudaBackend::status(std::string* message) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (message != nullptr) *message = error_text_;
+  return error_;
+}
+
+}  // namespace braid::cuda

@@ -1,0 +1,89 @@
+// The CUDA device backend: each engine queue is a CUDA stream; copies are cudaMemcpyAsync on the
+// copy engines, reductions are kernels (device_reduce.h), and progress between host and GPU
+// travels through stream memory operations on counters in registered host memory
+// (cuStreamWriteValue64 / cuStreamWaitValue64, GEQ): no SM is held and no host thread takes part
+// in a GPU-side wait. The user's stream is joined by events at the start and end of a collective.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/backend.h"
+
+namespace braid::cuda {
+
+class CudaBackend final : public device::Backend {
+ public:
+  // Creates the queues on `device`. Check ok() (and status()) before use.
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  bool ok() const { return init_error_ == Result::Success; }
+  int device() const { return device_; }
+  // The stream collectives are ordered against (default: the legacy default stream).
+  void set_user_stream(cudaStream_t stream) { user_stream_ = stream; }
+  cudaStream_t queue_stream(int queue) const { return streams_.at(queue); }
+
+  int num_queues() const override { return static_cast<int>(streams_.size()); }
+  Result d2h(int queue, void* host, const void* dev, size_t bytes, device::Signal done) override;
+  Result h2d(int queue, void* dev, const void* host, size_t bytes, device::Signal done) override;
+  Result copy(int queue, void* dev_dst, const void* dev_src, size_t bytes, device::Signal done) override;
+  Result wait(int queue, device::Signal until) override;
+  Result raise(int queue, device::Signal signal) override;
+  Result reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged, size_t n,
+                const reduce::OpScalar* scalar, bool scale_dst, bool scale_src, device::Signal done) override;
+  Result scale(int queue, DataType type, void* dev_dst, const void* dev_src, size_t n,
+               const reduce::OpScalar& scalar, device::Signal done) override;
+  Result divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor,
+                device::Signal done) override;
+  void* device_scratch(size_t bytes) override;
+  Result register_host(void* ptr, size_t bytes) override;
+  Result unregister_host(void* ptr) override;
+  Result begin_collective() override;
+  Result end_collective() override;
+  void set_timeout(double seconds) override { timeout_seconds_ = seconds; }
+  void set_abort_flag(const std::atomic<uint64_t>* flag) override { external_abort_ = flag; }
+  void abort() override;
+  Result status(std::string* message) const override;
+
+ private:
+  struct Registration {
+    char* host = nullptr;
+    size_t bytes = 0;
+    char* device = nullptr;  // the same memory as the GPU addresses it
+  };
+
+  Result check(cudaError_t e, const char* what);
+  Result check_driver(int e, const char* what);
+  Result select_device();
+  Result stream_of(int queue, cudaStream_t* out);
+  // The device address of a counter in registered host memory.
+  Result counter_address(const std::atomic<uint64_t>* counter, unsigned long long* out);
+  Result signal_after(cudaStream_t s, device::Signal done);
+
+  int device_ = 0;
+  Result init_error_ = Result::Success;
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> queue_done_;
+  cudaEvent_t user_ready_ = nullptr;
+  cudaStream_t user_stream_ = nullptr;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  double timeout_seconds_ = 30.0;
+  const std::atomic<uint64_t>* external_abort_ = nullptr;
+  std::atomic<bool> aborted_{false};
+
+  mutable std::mutex mutex_;  // registrations, waited counters, error
+  std::vector<Registration> registrations_;
+  std::vector<std::atomic<uint64_t>*> waited_;  // released by abort() so no stream stays parked
+  Result error_ = Result::Success;
+  std::string error_text_;
+};
+
+}  // namespace braid::cuda
