@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <random>
+#include <tuple>
 #include <set>
 #include <string>
 
@@ -430,6 +435,196 @@ TEST(ValidatorRules, HugeGeometryWithoutInstructionsFailsFast) {
   const ValidationReport r = validate(p, mode(true));
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
   expect_report(r, 0, -1, "rank 0 out[65536] is never written");
+}
+
+}  // namespace
+}  // namespace braid::dsl
+
+// ---- an independent check of the validator's verdicts: run accepted programs with concrete
+// numbers under many random schedules (an instruction may run once the versions it depends on
+// are complete; otherwise in any order) and compare with the collective computed directly.
+namespace braid::dsl {
+namespace {
+
+struct ScheduleOutcome {
+  bool deadlock = false;
+  bool wrong = false;
+  std::string detail;
+};
+
+ScheduleOutcome run_random_schedule(const Program& p, bool in_place, std::mt19937_64& rng) {
+  const int R = p.ranks, C = p.chunks;
+  const int in_chunks = input_blocks(p.collective, R) * C;
+  const int out_chunks = output_blocks(p.collective, R) * C;
+  // A value is a wrapping sum of random 64-bit numbers, one per (rank, input chunk).
+  std::vector<uint64_t> input_value(static_cast<size_t>(R) * in_chunks);
+  for (auto& v : input_value) v = rng();
+  using Value = std::optional<uint64_t>;
+  std::map<std::tuple<int, int, int, int>, Value> memory;  // (kind, rank or numa, index, 0)
+  std::map<std::tuple<int, int, int, int>, int> completed;
+  auto key = [&](int rank, const Location& l) {
+    if (l.is_host()) return std::tuple{2, l.numa, l.index, 0};
+    int index = l.index;
+    bool input = l.buffer == Buffer::Input;
+    if (in_place && !input) {  // map out[] onto in[] where NCCL aliases them
+      switch (p.collective) {
+        case Collective::AllReduce:
+        case Collective::AllToAll: input = true; break;
+        case Collective::AllGather:
+          if (index / C == rank) { input = true; index %= C; }
+          break;
+        case Collective::ReduceScatter: input = true; index += rank * C; break;
+        case Collective::Broadcast:
+        case Collective::Reduce: input = rank == p.root; break;
+      }
+    }
+    return std::tuple{input ? 0 : 1, rank, index, 0};
+  };
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < in_chunks; ++i)
+      if (p.collective != Collective::Broadcast || r == p.root)
+        memory[{0, r, i, 0}] = input_value[static_cast<size_t>(r) * in_chunks + i];
+  std::vector<std::pair<int, int>> pending;
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < static_cast<int>(p.rank_instructions[r].size()); ++i) pending.push_back({r, i});
+  while (!pending.empty()) {
+    std::vector<size_t> ready;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const auto [r, i] = pending[k];
+      bool ok = true;
+      for (const Dependency& d : p.rank_instructions[r][i].deps) ok &= completed[key(r, d.location)] >= d.version;
+      if (ok) ready.push_back(k);
+    }
+    if (ready.empty()) return {true, false, "deadlock"};
+    const size_t pick = ready[std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng)];
+    const auto [r, i] = pending[pick];
+    pending.erase(pending.begin() + static_cast<long>(pick));
+    const Instruction& ins = p.rank_instructions[r][i];
+    const Value src = memory[key(r, ins.src)];
+    Value& dst = memory[key(r, ins.dst)];
+    if (ins.op == Opcode::Reduce) {
+      dst = (src && dst) ? Value(*dst + *src) : std::nullopt;
+    } else {
+      dst = src;
+    }
+    ++completed[key(r, ins.dst)];
+  }
+  for (int r = 0; r < R; ++r) {
+    if (p.collective == Collective::Reduce && r != p.root) continue;
+    for (int j = 0; j < out_chunks; ++j) {
+      const int block = j / C, part = j % C;
+      uint64_t want = 0;
+      auto input = [&](int q, int b) { return input_value[static_cast<size_t>(q) * in_chunks + b * C + part]; };
+      switch (p.collective) {
+        case Collective::AllReduce:
+        case Collective::Reduce:
+          for (int q = 0; q < R; ++q) want += input(q, 0);
+          break;
+        case Collective::AllGather: want = input(block, 0); break;
+        case Collective::ReduceScatter:
+          for (int q = 0; q < R; ++q) want += input(q, r);
+          break;
+        case Collective::Broadcast: want = input(p.root, 0); break;
+        case Collective::AllToAll: want = input(block, r); break;
+      }
+      const Value got = memory[key(r, out(j))];
+      if (!got || *got != want)
+        return {false, true, "rank " + std::to_string(r) + " out[" + std::to_string(j) + "] wrong"};
+    }
+  }
+  return {};
+}
+
+TEST(ValidatorCrossCheck, AcceptedProgramsComputeTheirCollectiveUnderRandomSchedules) {
+  std::mt19937_64 rng(99);
+  int runs = 0;
+  auto check = [&](const std::string& what, const Program& p, bool in_place) {
+    ASSERT_TRUE(validate(p, mode(in_place)).ok) << what;
+    for (int s = 0; s < 30; ++s, ++runs) {
+      const ScheduleOutcome o = run_random_schedule(p, in_place, rng);
+      ASSERT_FALSE(o.deadlock || o.wrong) << what << (in_place ? " in place: " : ": ") << o.detail;
+    }
+  };
+  for (const auto& s : samples::all_samples())
+    for (bool in_place : {false, true})
+      if (in_place ? s.in_place : s.out_of_place) check(s.name, s.program, in_place);
+  // Other shapes: chunk counts and roots the sample list does not use.
+  for (int R = 1; R <= 4; ++R)
+    for (int C = 1; C <= 3; ++C)
+      for (int root = 0; root < R; ++root) {
+        const std::string n = " R=" + std::to_string(R) + " C=" + std::to_string(C) + " root=" + std::to_string(root);
+        check("broadcast" + n, samples::broadcast(R, C, root, false), false);
+        check("broadcast in place" + n, samples::broadcast(R, C, root, true), true);
+        check("reduce_host" + n, samples::reduce_host(R, C, root), root % 2 == 0);
+        check("reduce_device" + n, samples::reduce_device(R, C, root), false);
+        if (root) continue;
+        check("allreduce_device_inplace" + n, samples::allreduce_device_inplace(R, C), true);
+        check("alltoall" + n, samples::alltoall(R, C, true), true);
+        check("reducescatter" + n, samples::reducescatter_host(R, C), C % 2 == 0);
+        check("allgather_h2h" + n, samples::allgather_h2h(R, C), false);
+      }
+  EXPECT_GT(runs, 5000);
+}
+
+TEST(ValidatorCrossCheck, RandomlyEditedProgramsThatValidateAreCorrectUnderRandomSchedules) {
+  // Random edits (extra dependencies, dropped dependencies, re-targets, duplicates, deletions);
+  // whatever the validator still accepts must compute the collective under every schedule tried.
+  std::mt19937_64 rng(1234);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int accepted = 0, tried = 0;
+  for (const auto& s : samples::all_samples())
+    for (bool in_place : {false, true}) {
+      if (!(in_place ? s.in_place : s.out_of_place)) continue;
+      const std::vector<Location> targets = candidate_locations(s.program);
+      for (int t = 0; t < 150; ++t) {
+        Program p = s.program;
+        const int edits = pick(1, 3);
+        for (int e = 0; e < edits; ++e) {
+          const int r = pick(0, p.ranks - 1);
+          auto& list = p.rank_instructions[r];
+          if (list.empty()) continue;
+          const size_t i = static_cast<size_t>(pick(0, static_cast<int>(list.size()) - 1));
+          const Location l = targets[static_cast<size_t>(pick(0, static_cast<int>(targets.size()) - 1))];
+          switch (pick(0, 9)) {
+            case 0: case 1: case 2: case 3: list[i].deps.push_back({l, pick(0, 3)}); break;
+            case 4: if (!list[i].deps.empty()) list[i].deps.erase(list[i].deps.begin()); break;
+            case 5: list[i].src = l; break;
+            case 6: list[i].dst = l; break;
+            case 7: list.insert(list.begin() + static_cast<long>(i), list[i]); break;
+            case 8: list.erase(list.begin() + static_cast<long>(i)); break;
+            default: std::swap(list[i], list[static_cast<size_t>(pick(0, static_cast<int>(list.size()) - 1))]); break;
+          }
+        }
+        ++tried;
+        const ValidationReport report = validate(p, mode(in_place));
+        if (!report.ok) {
+          EXPECT_FALSE(report.message.empty());
+          continue;
+        }
+        ++accepted;
+        for (int k = 0; k < 10; ++k) {
+          const ScheduleOutcome o = run_random_schedule(p, in_place, rng);
+          ASSERT_FALSE(o.deadlock || o.wrong) << s.name << (in_place ? " in place: " : ": ") << o.detail
+                                              << "\n" << print_program(p);
+        }
+      }
+    }
+  EXPECT_GT(accepted, 500) << "of " << tried;
+  std::printf("%d of %d randomly edited programs validated and ran correctly\n", accepted, tried);
+}
+
+TEST(ValidatorCrossCheck, ProgramsWithARaceOrAMissingDependencyFailSomeSchedule) {
+  // The simulator itself must be able to fail: the mutants the validator rejects for an ordering
+  // reason go wrong under some schedule.
+  std::mt19937_64 rng(5);
+  Program race = samples::alltoall(3, 1, true);
+  for (auto& list : race.rank_instructions)
+    for (auto& ins : list)
+      if (ins.op == Opcode::H2D) ins.deps.pop_back();
+  ASSERT_FALSE(validate(race, mode(true)).ok);
+  bool failed = false;
+  for (int s = 0; s < 200 && !failed; ++s) failed = run_random_schedule(race, true, rng).wrong;
+  EXPECT_TRUE(failed);
 }
 
 }  // namespace
