@@ -1,0 +1,107 @@
+// Every collective, 1..8 ranks, every dtype x op, counts 0/1/7 and 1,000,003, unaligned buffers,
+// in place and out of place, with ranks as threads and as forked processes; each result checked
+// against reference.h and, where all ranks hold the same result, for bitwise identity.
+#include <gtest/gtest.h>
+
+#include "collective_cases.h"
+#include "common/settings.h"
+#include "harness.h"
+
+namespace braid {
+namespace {
+
+using test::Case;
+using test::Mode;
+
+std::vector<Case> small_cases(int ranks) {
+  std::vector<Case> cases;
+  size_t variant = 0;
+  for (Collective c : all_collectives()) {
+    cases.push_back({c, DataType::Float32, RedOp::Sum, 0, false, 0, 0});
+    for (DataType t : all_datatypes()) {
+      std::vector<RedOp> ops{RedOp::Sum};
+      if (collective_reduces(c)) ops.assign(all_redops().begin(), all_redops().end());
+      for (RedOp op : ops)
+        for (size_t count : {size_t{1}, size_t{7}})
+          for (bool in_place : {false, true}) {
+            ++variant;
+            cases.push_back({c, t, op, count, in_place, static_cast<int>(variant % ranks),
+                             1 + variant % 7});
+          }
+    }
+  }
+  return cases;
+}
+
+// Runs the cases on every rank, then checks results and cross-rank identity.
+void run_cases(Mode mode, int ranks, const std::vector<Case>& cases) {
+  const auto topo = test::load_test_topology();
+  auto outcomes = test::run_ranks(
+      mode, ranks, topo, cases.size() * sizeof(uint64_t),
+      [&](engine::Communicator& comm, int, unsigned char* out) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          uint64_t hash = 0;
+          BRAID_TRY(test::run_case(comm, cases[i], &hash));
+          std::memcpy(out + i * sizeof(uint64_t), &hash, sizeof(hash));
+        }
+        return Result::Success;
+      });
+  for (int r = 0; r < ranks; ++r)
+    ASSERT_EQ(outcomes[r].result, Result::Success)
+        << test::mode_name(mode) << ", " << ranks << " ranks, rank " << r << ": " << outcomes[r].error;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!test::outputs_identical(cases[i]) || cases[i].count == 0) continue;
+    uint64_t h0 = 0;
+    std::memcpy(&h0, outcomes[0].output.data() + i * 8, 8);
+    for (int r = 1; r < ranks; ++r) {
+      uint64_t h = 0;
+      std::memcpy(&h, outcomes[r].output.data() + i * 8, 8);
+      EXPECT_EQ(h, h0) << cases[i].text() << ": rank " << r << " differs bitwise from rank 0";
+    }
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::tuple<Mode, int>>& p) {
+  return std::string(test::mode_name(std::get<0>(p.param))) + "_" +
+         std::to_string(std::get<1>(p.param)) + "ranks";
+}
+
+class SmallSweep : public ::testing::TestWithParam<std::tuple<Mode, int>> {};
+
+TEST_P(SmallSweep, EveryCollectiveDtypeOp) {
+  const auto [mode, ranks] = GetParam();
+  run_cases(mode, ranks, small_cases(ranks));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, SmallSweep,
+                         ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
+                                            ::testing::Range(1, 9)),
+                         param_name);
+
+// 1,000,003 elements: every rank count and every collective, rotating types and in-place.
+class LargeCount : public ::testing::TestWithParam<std::tuple<Mode, int>> {};
+
+TEST_P(LargeCount, OneMillionAndThree) {
+  const auto [mode, ranks] = GetParam();
+  static const DataType types[] = {DataType::Float32, DataType::Bfloat16, DataType::Int8,
+                                   DataType::Float16, DataType::Int64, DataType::Float64,
+                                   DataType::Uint32, DataType::Float8e4m3};
+  const Collective c = all_collectives()[(ranks - 1) % kNumCollectives];
+  const DataType t = types[(ranks - 1) % 8];
+  const bool in_place = ranks % 2 == 0;
+  std::vector<Case> cases{{c, t, RedOp::Sum, 1'000'003, in_place, ranks - 1, 3}};
+  if (ranks <= 2) {  // the remaining collectives at small rank counts
+    for (int i = 0; i < kNumCollectives; ++i)
+      if (all_collectives()[i] != c)
+        cases.push_back({all_collectives()[i], DataType::Float32, RedOp::Max, 1'000'003, !in_place, 0, 5});
+  }
+  run_cases(mode, ranks, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, LargeCount,
+                         ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
+                                            ::testing::Range(1, 9)),
+                         param_name);
+
+}  // namespace
+}  // namespace braid
