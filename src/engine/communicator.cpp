@@ -311,8 +311,10 @@ Result Communicator::barrier(Collective c, const WaitContext& ctx) {
   const uint64_t k = ++barriers_;
   records[rank_].barrier.store(k, std::memory_order_release);
   for (int q = 0; q < nranks_; ++q) {
+    WaitContext wait_ctx = ctx;
+    wait_ctx.blocker = [q] { return q; };
     const WaitOutcome w = wait_until(
-        ctx, [&] { return records[q].barrier.load(std::memory_order_acquire) >= k; });
+        wait_ctx, [&] { return records[q].barrier.load(std::memory_order_acquire) >= k; });
     if (w == WaitOutcome::Done) continue;
     RunFailure f;
     f.outcome = w;

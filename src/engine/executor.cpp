@@ -216,33 +216,37 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     if (issue_result != Result::Success) break;
   }
 
+  // The rank an unfinished instruction is (transitively) waiting for: follow unmet
+  // dependencies to the first instruction whose own dependencies are all met.
+  auto blocking_rank = [&](int32_t pos) {
+    int32_t at = pos;
+    for (int step = 0; step < 1 << 16; ++step) {
+      int32_t next = -1;
+      for (const auto& d : schedule.order[at].deps)
+        if (config_.counters[d.writer].load() < st.base + st.slices[d.writer]) {
+          next = d.writer;
+          break;
+        }
+      if (next < 0) break;
+      at = next;
+    }
+    return schedule.order[at].rank;
+  };
+
   // Wait for every write of this rank, then finish PreMulSum / integer Avg outputs.
   Result result = issue_result;
   if (result == Result::Success) {
     for (int32_t pos : schedule.rank_order[rank]) {
       const uint64_t value = st.base + st.slices[pos];
       std::atomic<uint64_t>& counter = config_.counters[pos];
+      WaitContext wait_ctx = ctx;
+      wait_ctx.blocker = [&] { return blocking_rank(pos); };
       const WaitOutcome w =
-          wait_until(ctx, [&] { return counter.load(std::memory_order_acquire) >= value; });
+          wait_until(wait_ctx, [&] { return counter.load(std::memory_order_acquire) >= value; });
       if (w == WaitOutcome::Done) continue;
       failure->outcome = w;
-      if (w == WaitOutcome::PeerDied) {
-        failure->culprit = ctx.dead_rank ? *ctx.dead_rank : -1;
-      } else {
-        // Follow unmet dependencies to the first instruction that cannot progress.
-        int32_t at = pos;
-        for (int step = 0; step < 1 << 16; ++step) {
-          int32_t next = -1;
-          for (const auto& d : schedule.order[at].deps)
-            if (config_.counters[d.writer].load() < st.base + st.slices[d.writer]) {
-              next = d.writer;
-              break;
-            }
-          if (next < 0) break;
-          at = next;
-        }
-        failure->culprit = schedule.order[at].rank;
-      }
+      failure->culprit = w == WaitOutcome::PeerDied && ctx.dead_rank ? *ctx.dead_rank
+                                                                      : blocking_rank(pos);
       result = Result::RemoteError;
       break;
     }
