@@ -62,6 +62,9 @@ struct Node {
   int src_version = 0;         // the version of src it reads (its largest dependency on src)
   int dst_version = 0;         // its largest dependency on dst: the base of its write group
   int group = kNone;           // index in cells[dst].groups
+  // A COPY whose source and destination are one cell (an in-place rank's own chunk): a write that
+  // keeps the data and only raises the version; the engine moves no bytes for it.
+  bool self_copy = false;
   bool accumulate() const { return ins->op == Opcode::Reduce; }
 };
 
@@ -247,7 +250,9 @@ class Validator {
       n.src = cell_of(n.rank, ins.src);
       n.dst = cell_of(n.rank, ins.dst);
       for (const Dependency& d : ins.deps) n.dep_cells.push_back(cell_of(n.rank, d.location));
-      if (n.src == n.dst) {
+      if (n.src == n.dst && ins.op == Opcode::Copy) {
+        n.self_copy = true;
+      } else if (n.src == n.dst) {
         flag(id, ins.src == ins.dst ? "reads and writes the same cell " + cell_name(n.src)
                                     : "reads and writes the same cell: in place, " + location_text(ins.src) +
                                           " and " + location_text(ins.dst) + " are one buffer");
@@ -575,7 +580,10 @@ class Validator {
     for (int x = 0; x < static_cast<int>(nodes_.size()); ++x) {
       const Node& n = nodes_[x];
       const Cell& c = cells_[n.src];
-      const int g = c.group_starting_at(n.src_version);
+      int g = c.group_starting_at(n.src_version);
+      // Self-copies change no data: the write that matters is the first real one after them.
+      while (g != kNone && c.groups[g].writers.size() == 1 && nodes_[c.groups[g].writers[0]].self_copy)
+        g = c.group_starting_at(c.groups[g].end);
       if (g == kNone) continue;  // nothing overwrites what it reads
       // Reading nothing is reported as such; the later writes are not to blame.
       if (!content_at(n.src, n.src_version).defined()) continue;

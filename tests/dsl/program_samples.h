@@ -231,8 +231,9 @@ struct Sample {
   Program program;
   bool out_of_place = true;  // valid (and minimal) without aliasing
   bool in_place = true;      // valid with in-place aliasing
-  // Minimal in place too (every instruction and dependency needed). Programs that rewrite a
-  // rank's own data into its aliased buffer are valid but not minimal in place.
+  // Minimal in place too (every instruction and dependency needed). Programs that copy a rank's
+  // own data into its aliased buffer (a self-copy in place) are valid but not minimal in place:
+  // deleting the self-copy leaves an equivalent program.
   bool minimal_in_place = true;
 };
 
@@ -243,17 +244,17 @@ inline std::vector<Sample> all_samples() {
     const std::string n = "_r" + std::to_string(R);
     const int root = R - 1;
     s.push_back({"allreduce_host" + n, allreduce_host(R, 2), true, true, R > 1});
-    s.push_back({"allreduce_device_copy" + n, allreduce_device_copy(R, 2), true, false});
+    s.push_back({"allreduce_device_copy" + n, allreduce_device_copy(R, 2), true, R == 1, false});
     s.push_back({"allreduce_device_inplace" + n, allreduce_device_inplace(R, 2), false, true});
-    s.push_back({"allgather_h2h" + n, allgather_h2h(R, 2), true, false});
+    s.push_back({"allgather_h2h" + n, allgather_h2h(R, 2), true, true, false});
     s.push_back({"allgather_all_h2d" + n, allgather_all_h2d(R, 2), true, true, false});
     s.push_back({"allgather_inplace" + n, allgather_inplace(R, 2), false, true});
     s.push_back({"reducescatter_host" + n, reducescatter_host(R, 2), true, true, R > 1});
-    s.push_back({"broadcast_copy" + n, broadcast(R, 2, root, false), true, false});
+    s.push_back({"broadcast_copy" + n, broadcast(R, 2, root, false), true, true, false});
     s.push_back({"broadcast_inplace" + n, broadcast(R, 3, root, true), false, true});
     s.push_back({"reduce_host" + n, reduce_host(R, 2, root), true, true, R > 1});
-    s.push_back({"reduce_device" + n, reduce_device(R, 2, 0), true, false});
-    s.push_back({"alltoall_copy" + n, alltoall(R, 2, false), true, false});
+    s.push_back({"reduce_device" + n, reduce_device(R, 2, 0), true, true, false});
+    s.push_back({"alltoall_copy" + n, alltoall(R, 2, false), true, R == 1, false});
     s.push_back({"alltoall_inplace" + n, alltoall(R, 2, true), false, true});
   }
   return s;
