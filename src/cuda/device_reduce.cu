@@ -44,15 +44,31 @@ struct Arith<__nv_fp8_e5m2> {
   __device__ static __nv_fp8_e5m2 store(float v) { return __nv_fp8_e5m2(v); }
 };
 
+// Min/Max as the host kernels (src/reduce/reduce.h): NaN propagates and min(-0, +0) = -0,
+// max(-0, +0) = +0, so combine(a, b) == combine(b, a) bit for bit. Ranks that start a
+// fixed-order chain from different ends then still agree.
+template <typename C>
+__device__ C float_min(C a, C b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+template <typename C>
+__device__ C float_max(C a, C b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
 template <typename C>
 __device__ C combine(RedOp op, C a, C b) {
   switch (op) {
     case RedOp::Prod: return a * b;
     case RedOp::Max:
-      if constexpr (std::is_floating_point_v<C>) return (a != a || b != b) ? a + b : (a > b ? a : b);
+      if constexpr (std::is_floating_point_v<C>) return float_max(a, b);
       else return a > b ? a : b;
     case RedOp::Min:
-      if constexpr (std::is_floating_point_v<C>) return (a != a || b != b) ? a + b : (a < b ? a : b);
+      if constexpr (std::is_floating_point_v<C>) return float_min(a, b);
       else return a < b ? a : b;
     default: return a + b;  // Sum, PreMulSum (Avg is rewritten before it gets here)
   }

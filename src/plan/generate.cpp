@@ -303,6 +303,15 @@ void Generator::run_host_sums(std::vector<HostSum>& sums) {
 void Generator::device_sum_into(int rank, int out_index, const std::vector<int>& order,
                                 int in_index, const std::vector<Flow*>& flow_of_rank) {
   auto from_host = [&](int q) { return flow_of_rank[static_cast<size_t>(q)]->at[static_cast<size_t>(numa(rank))]; };
+  // The first two of the order may start from either end: the kernels combine commutatively bit
+  // for bit (min/max order their zeros), so the second rank starts from its own chunk too and
+  // downloads one chunk less.
+  if (order.size() >= 2 && order[1] == rank) {
+    std::vector<int> swapped = order;
+    std::swap(swapped[0], swapped[1]);
+    device_sum_into(rank, out_index, swapped, in_index, flow_of_rank);
+    return;
+  }
   if (order[0] == rank) first_write(rank, Opcode::Copy, in_loc(in_index), out_index);
   else first_write(rank, Opcode::H2D, from_host(order[0]), out_index);
   for (size_t k = 1; k < order.size(); ++k)
@@ -401,7 +410,7 @@ void Generator::reduce_collective() {
     for (int q = 0; q < ranks_; ++q) {
       Flow f{q, t.in_index, {}, {}, {}};
       for (int c : t.consumers)
-        if (!(c == q && t.first == q)) f.host_consumers.push_back(c);
+        if (!(c == q && (q == t.first || q == (t.first + 1) % ranks_))) f.host_consumers.push_back(c);
       flows.push_back(std::move(f));
     }
   upload_flows(flows);
