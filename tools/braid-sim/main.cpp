@@ -1,0 +1,157 @@
+// braid-sim: the simulator the main job runs on a machine without GPUs. For each collective and
+// size it generates braid's PCIe program on a bundled (or given) topology, lets the cost model
+// choose placement and chunks, and prints the predicted time in nccl-tests' columns beside the
+// prediction for a host-staged ring (the shape NCCL's SHM path takes) on the same model.
+// Every figure here is a model prediction, never a measurement; the table says so.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/types.h"
+#include "plan/cost.h"
+#include "plan/generate.h"
+#include "topo/topology.h"
+
+namespace {
+
+using namespace braid;
+
+size_t parse_size(const std::string& text) {
+  size_t pos = 0;
+  const double v = std::stod(text, &pos);
+  double unit = 1;
+  if (pos < text.size()) {
+    switch (text[pos]) {
+      case 'K': case 'k': unit = 1024.0; break;
+      case 'M': case 'm': unit = 1024.0 * 1024; break;
+      case 'G': case 'g': unit = 1024.0 * 1024 * 1024; break;
+      default: throw std::invalid_argument("bad size " + text);
+    }
+  }
+  return static_cast<size_t>(v * unit);
+}
+
+// nccl-tests' bus bandwidth factors.
+double bus_factor(Collective c, int n) {
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+std::string nccl_tests_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce: return "all_reduce";
+    case Collective::AllGather: return "all_gather";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::Reduce: return "reduce";
+    case Collective::AllToAll: return "alltoall";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"braid-sim: predicted PCIe-path performance of braid's generated programs (cost model)"};
+  std::string topo_name = "h200x2";
+  std::string min_text = "1M", max_text = "1G";
+  double factor = 4;
+  int ranks = 0;
+  std::string dtype_name = "float";
+  std::vector<std::string> collectives = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"};
+  std::string json_path;
+  app.add_option("--topo,-t", topo_name, "bundled topology name or JSON file");
+  app.add_option("-b,--minbytes", min_text, "smallest size");
+  app.add_option("-e,--maxbytes", max_text, "largest size");
+  app.add_option("-f,--stepfactor", factor, "size multiplier");
+  app.add_option("-g,--ranks", ranks, "ranks (default: the topology's GPU count)");
+  app.add_option("-d,--datatype", dtype_name, "element type");
+  app.add_option("-C,--collective", collectives, "collectives to simulate");
+  app.add_option("-J,--json", json_path, "also write the rows as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  topo::Topology t;
+  if (topo::load_topology(topo_name, &t) != Result::Success) {
+    std::fprintf(stderr, "braid-sim: %s\n", last_error());
+    return 2;
+  }
+  if (ranks <= 0) ranks = t.gpu_count() > 0 ? t.gpu_count() : 2;
+  const auto dtype = parse_datatype(dtype_name);
+  if (!dtype) {
+    std::fprintf(stderr, "braid-sim: unknown data type %s\n", dtype_name.c_str());
+    return 2;
+  }
+  size_t min_bytes = 0, max_bytes = 0;
+  try {
+    min_bytes = parse_size(min_text);
+    max_bytes = parse_size(max_text);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "braid-sim: %s\n", e.what());
+    return 2;
+  }
+
+  std::printf("# braid-sim: PREDICTED by the cost model, not measured. topology %s (%s), %d ranks, %s\n",
+              t.name.c_str(), topo_name.c_str(), ranks, std::string(datatype_name(*dtype)).c_str());
+  std::printf("# ring = a host-staged ring on the same model (the shape of NCCL's SHM path), for comparison\n");
+  std::printf("#%11s %12s %8s %12s %6s %7s %10s %8s %8s %10s %8s %7s\n", "size", "count", "type", "collective",
+              "place", "chunks", "time(us)", "algbw", "busbw", "ring(us)", "ringbw", "vs ring");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& name : collectives) {
+    const auto c = parse_collective(name);
+    if (!c) {
+      std::fprintf(stderr, "braid-sim: unknown collective %s\n", name.c_str());
+      return 2;
+    }
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes = static_cast<size_t>(bytes * factor)) {
+      plan::PlanChoice best;
+      if (plan::choose_plan(*c, ranks, t, bytes, *dtype, &best) != Result::Success) {
+        std::fprintf(stderr, "braid-sim: %s\n", last_error());
+        return 1;
+      }
+      double ring_seconds = 0;
+      if (*c == Collective::AllReduce || *c == Collective::AllGather) {
+        plan::ChooseOptions ro;
+        ro.algorithm = plan::GenerateOptions::Algorithm::Ring;
+        ro.placement = plan::ReducePlacement::Device;
+        plan::PlanChoice ring;
+        if (plan::choose_plan(*c, ranks, t, bytes, *dtype, ro, &ring) == Result::Success) ring_seconds = ring.seconds;
+      }
+      const double algbw = bytes / best.seconds / 1e9;
+      const double busbw = algbw * bus_factor(*c, ranks);
+      const size_t count = bytes / datatype_size(*dtype);
+      const std::string place = collective_reduces(*c) ? std::string(plan::placement_name(best.placement)) : "-";
+      if (ring_seconds > 0) {
+        const double ringbw = bytes / ring_seconds / 1e9;
+        std::printf(" %11zu %12zu %8s %12s %6s %7d %10.1f %8.2f %8.2f %10.1f %8.2f %6.2fx\n", bytes, count,
+                    std::string(datatype_name(*dtype)).c_str(), nccl_tests_name(*c).c_str(),
+                    place.c_str(), best.chunks, best.seconds * 1e6, algbw, busbw, ring_seconds * 1e6, ringbw, algbw / ringbw);
+      } else {
+        std::printf(" %11zu %12zu %8s %12s %6s %7d %10.1f %8.2f %8.2f %10s %8s %7s\n", bytes, count,
+                    std::string(datatype_name(*dtype)).c_str(), nccl_tests_name(*c).c_str(),
+                    place.c_str(), best.chunks, best.seconds * 1e6, algbw, busbw, "-", "-", "-");
+      }
+      rows.push_back({{"collective", nccl_tests_name(*c)}, {"size", bytes}, {"count", count},
+                      {"type", datatype_name(*dtype)}, {"placement", place},
+                      {"chunks", best.chunks}, {"time_us", best.seconds * 1e6}, {"algbw", algbw},
+                      {"busbw", busbw}, {"path", "braid-predicted"}, {"ring_time_us", ring_seconds * 1e6}});
+      if (bytes == 0 || factor <= 1) break;
+    }
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << nlohmann::json{{"tool", "braid-sim"}, {"predicted", true}, {"topology", t.name}, {"ranks", ranks},
+                        {"rows", rows}}
+             .dump(1)
+      << "\n";
+  }
+  return 0;
+}
