@@ -93,9 +93,10 @@ Pattern::Pattern(Collective c, DataType type, RedOp op, int nranks)
   const double limit = exact_limit(type);
   const bool reduces = collective_reduces(c);
   const double n = nranks;
-  // Reducing collectives keep n * 2 * value within the exact range; copies use up to 16.
-  const double max_value = reduces ? std::max(1.0, std::min(16.0, std::floor(limit / (2 * n))))
-                                   : std::min(16.0, limit);
+  // Sums keep n * 2 * value within the exact range; copies, max and min use up to 16.
+  const bool sums = reduces && op != RedOp::Max && op != RedOp::Min;
+  const double max_value = sums ? std::max(1.0, std::min(16.0, std::floor(limit / (2 * n))))
+                                : std::min(16.0, limit);
   const bool is_float = datatype_is_float(type);
   for (size_t k = 0; k < kPeriod; ++k) {
     double v = static_cast<double>(k % (static_cast<size_t>(max_value) + 1));
