@@ -16,8 +16,10 @@ namespace {
 Result check_stream(braidComm* comm, const char* name, cudaStream_t stream) {
   if (cudaSetDevice(comm->device) != cudaSuccess)
     return fail(Result::UnhandledCudaError, "%s: cudaSetDevice(%d) failed", name, comm->device);
-  int stream_device = -1;
-  if (cudaStreamGetDevice(stream, &stream_device) != cudaSuccess) {
+  // The default streams belong to whichever device is current: the one just set.
+  const bool default_stream = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+  int stream_device = comm->device;
+  if (!default_stream && cudaStreamGetDevice(stream, &stream_device) != cudaSuccess) {
     cudaGetLastError();
     return fail(Result::InvalidArgument, "%s: the stream is not a valid CUDA stream", name);
   }

@@ -58,6 +58,11 @@ void Measure::upload_inputs(const CaseSpec& spec) {
     if (recv_bytes > 0) BENCH_CUDA(cudaMemset(buffers_.recv(rank), 0xFF, recv_bytes));
     if (send_bytes == 0) return;
     unsigned char* host = buffers_.host(rank);
+    if (host == nullptr) {  // -c 0: no host buffers; time on zeros
+      BENCH_CUDA(cudaMemset(const_cast<void*>(send_arg(spec, rank)), 0, send_bytes));
+      BENCH_CUDA(cudaDeviceSynchronize());
+      return;
+    }
     pattern.fill_input(rank, 0, spec.shape.send_count, host);
     BENCH_CUDA(cudaMemcpy(const_cast<void*>(send_arg(spec, rank)), host, send_bytes, cudaMemcpyHostToDevice));
     BENCH_CUDA(cudaDeviceSynchronize());
