@@ -53,6 +53,13 @@ void CpuBackend::abort() {
     }
     q->wake.notify_all();
   }
+  // Wait out operations still running (a copy into a buffer the caller is about to free); waits
+  // see the abort at once. A queue thread aborting (after a failed op) skips its own queue.
+  for (auto& q : queues_) {
+    if (q->thread.get_id() == std::this_thread::get_id()) continue;
+    Backoff backoff;
+    while (q->busy.load()) backoff.pause();
+  }
 }
 
 Result CpuBackend::status(std::string* message) const {
@@ -90,11 +97,11 @@ void CpuBackend::run_queue(QueueState* q) {
       if (shutdown_.load()) return;
       op = q->ops.front();
       q->ops.pop_front();
+      q->busy.store(true);
     }
-    if (aborted_.load()) continue;
-    if (!execute(op)) continue;
-    if (op.kind != Kind::Wait && !op.signal.empty())
+    if (!aborted_.load() && execute(op) && op.kind != Kind::Wait && !op.signal.empty())
       op.signal.counter->store(op.signal.value, std::memory_order_release);
+    q->busy.store(false);
   }
 }
 

@@ -66,6 +66,7 @@ class CpuBackend final : public Backend {
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<Op> ops;
+    std::atomic<bool> busy{false};  // an operation is running (abort waits it out)
     std::thread thread;
   };
 
