@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "common/log.h"
@@ -19,40 +21,46 @@
 
 namespace braid::engine {
 
-SharedSegment::~SharedSegment() { release(); }
+namespace {
 
-SharedSegment::SharedSegment(SharedSegment&& other) noexcept { *this = std::move(other); }
-
-SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept {
-  if (this != &other) {
-    release();
-    data_ = other.data_;
-    size_ = other.size_;
-    name_ = std::move(other.name_);
-    other.data_ = nullptr;
-    other.size_ = 0;
-  }
-  return *this;
+// Segments this process has mapped, by name (weak: the last owner unmaps).
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, std::weak_ptr<SharedSegment::Mapping>>& registry() {
+  static std::map<std::string, std::weak_ptr<SharedSegment::Mapping>> r;
+  return r;
 }
 
-void SharedSegment::release() {
-  if (data_ != nullptr) munmap(data_, size_);
-  data_ = nullptr;
-  size_ = 0;
-}
-
-static Result map_fd(int fd, const std::string& name, size_t bytes, SharedSegment* out,
-                     void** data) {
+Result map_fd(int fd, const std::string& name, size_t bytes,
+              std::shared_ptr<SharedSegment::Mapping>* out) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
     return fail(Result::SystemError, "mmap of shared segment %s (%zu bytes) failed: %s",
                 name.c_str(), bytes, strerror(errno));
-  (void)out;
-  *data = p;
+  auto m = std::make_shared<SharedSegment::Mapping>();
+  m->data = p;
+  m->size = bytes;
+  for (auto it = registry().begin(); it != registry().end();)
+    it = it->second.expired() ? registry().erase(it) : std::next(it);
+  registry()[name] = m;
+  *out = std::move(m);
   return Result::Success;
 }
 
+}  // namespace
+
+SharedSegment::Mapping::~Mapping() {
+  if (data != nullptr) munmap(data, size);
+}
+
+SharedSegment::~SharedSegment() = default;
+SharedSegment::SharedSegment(SharedSegment&& other) noexcept = default;
+SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept = default;
+
 Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out) {
+  std::lock_guard lock(registry_mutex());
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0)
     return fail(Result::SystemError, "shm_open(%s, O_CREAT|O_EXCL) failed: %s", name.c_str(),
@@ -64,16 +72,13 @@ Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegmen
     return fail(Result::SystemError, "ftruncate of shared segment %s to %zu bytes failed: %s",
                 name.c_str(), bytes, strerror(err));
   }
-  void* data = nullptr;
-  Result r = map_fd(fd, name, bytes, out, &data);
+  SharedSegment seg;
+  Result r = map_fd(fd, name, bytes, &seg.mapping_);
   close(fd);
   if (r != Result::Success) {
     shm_unlink(name.c_str());
     return r;
   }
-  SharedSegment seg;
-  seg.data_ = data;
-  seg.size_ = bytes;
   seg.name_ = name;
   *out = std::move(seg);
   BRAID_INFO(Shm, "created %s (%zu bytes)", name.c_str(), bytes);
@@ -85,24 +90,33 @@ Result SharedSegment::open(const std::string& name, size_t bytes, double timeout
   const auto start = std::chrono::steady_clock::now();
   auto sleep_us = std::chrono::microseconds(50);
   for (;;) {
-    int fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd >= 0) {
-      struct stat st {};
-      if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == bytes) {
-        void* data = nullptr;
-        Result r = map_fd(fd, name, bytes, out, &data);
-        close(fd);
-        if (r != Result::Success) return r;
-        SharedSegment seg;
-        seg.data_ = data;
-        seg.size_ = bytes;
-        seg.name_ = name;
-        *out = std::move(seg);
-        return Result::Success;
+    {
+      std::lock_guard lock(registry_mutex());
+      auto it = registry().find(name);
+      if (it != registry().end()) {
+        if (auto m = it->second.lock(); m && m->size == bytes) {
+          out->mapping_ = std::move(m);
+          out->name_ = name;
+          return Result::Success;
+        }
       }
-      close(fd);  // created but not sized yet
-    } else if (errno != ENOENT) {
-      return fail(Result::SystemError, "shm_open(%s) failed: %s", name.c_str(), strerror(errno));
+      int fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd >= 0) {
+        struct stat st {};
+        if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == bytes) {
+          SharedSegment seg;
+          Result r = map_fd(fd, name, bytes, &seg.mapping_);
+          close(fd);
+          if (r != Result::Success) return r;
+          seg.name_ = name;
+          *out = std::move(seg);
+          return Result::Success;
+        }
+        close(fd);  // created but not sized yet
+      } else if (errno != ENOENT) {
+        return fail(Result::SystemError, "shm_open(%s) failed: %s", name.c_str(),
+                    strerror(errno));
+      }
     }
     if (abort_word != nullptr && *abort_word != 0)
       return fail(Result::RemoteError, "aborted while waiting for shared segment %s",
@@ -125,9 +139,9 @@ void SharedSegment::unlink(const std::string& name) {
 
 void SharedSegment::place_on_numa(int node) {
 #ifdef BRAID_HAVE_LIBNUMA
-  if (data_ == nullptr || node < 0) return;
+  if (data() == nullptr || node < 0) return;
   if (numa_available() < 0 || node > numa_max_node()) return;
-  numa_tonode_memory(data_, size_, node);
+  numa_tonode_memory(data(), size(), node);
 #else
   (void)node;
 #endif

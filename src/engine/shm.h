@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/result.h"
@@ -11,7 +12,9 @@
 namespace braid::engine {
 
 // A mapped segment. Unmaps on destruction; unlinking is explicit (as soon as every rank
-// attached), so a crash after that leaves nothing in /dev/shm.
+// attached), so a crash after that leaves nothing in /dev/shm. Within one process a segment is
+// mapped once and shared (ranks as threads see the same addresses, so their atomics are the same
+// objects - which ThreadSanitizer needs to see the synchronisation).
 class SharedSegment {
  public:
   SharedSegment() = default;
@@ -33,14 +36,18 @@ class SharedSegment {
   // does nothing (placement is an optimisation, never a requirement).
   void place_on_numa(int node);
 
-  void* data() const { return data_; }
-  size_t size() const { return size_; }
+  void* data() const { return mapping_ ? mapping_->data : nullptr; }
+  size_t size() const { return mapping_ ? mapping_->size : 0; }
   const std::string& name() const { return name_; }
 
+  struct Mapping {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Mapping();
+  };
+
  private:
-  void release();
-  void* data_ = nullptr;
-  size_t size_ = 0;
+  std::shared_ptr<Mapping> mapping_;
   std::string name_;
 };
 
