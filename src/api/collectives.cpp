@@ -16,6 +16,16 @@ namespace {
 Result check_stream(braidComm* comm, const char* name, cudaStream_t stream) {
   if (cudaSetDevice(comm->device) != cudaSuccess)
     return fail(Result::UnhandledCudaError, "%s: cudaSetDevice(%d) failed", name, comm->device);
+  // First: other stream queries are not allowed on a capturing stream and would invalidate it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return fail(Result::InvalidArgument, "%s: cannot query the stream's capture state", name);
+  }
+  if (capture != cudaStreamCaptureStatusNone)
+    return fail(Result::InvalidUsage,
+                "%s: CUDA graph capture is not supported (braid's host threads take part in every "
+                "collective, which a graph replay cannot reproduce)", name);
   // The default streams belong to whichever device is current: the one just set.
   const bool default_stream = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
   int stream_device = comm->device;
@@ -27,15 +37,6 @@ Result check_stream(braidComm* comm, const char* name, cudaStream_t stream) {
     return fail(Result::InvalidArgument,
                 "%s: the stream belongs to GPU %d but the communicator drives GPU %d", name,
                 stream_device, comm->device);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-    cudaGetLastError();
-    return fail(Result::InvalidArgument, "%s: cannot query the stream's capture state", name);
-  }
-  if (capture != cudaStreamCaptureStatusNone)
-    return fail(Result::InvalidUsage,
-                "%s: CUDA graph capture is not supported (braid's host threads take part in every "
-                "collective, which a graph replay cannot reproduce)", name);
   return Result::Success;
 }
 

@@ -22,7 +22,7 @@ Result resolve_op(braidComm* comm, ncclRedOp_t op, ncclDataType_t type, cudaStre
     const long index = static_cast<long>(raw) - ncclNumOps;
     if (raw < 0 || index >= static_cast<long>(comm->ops.size()) || !comm->ops[index].live)
       return fail(Result::InvalidArgument,
-                  "reduction op %d is neither built in nor a live op of this communicator", raw);
+                  "reduction op %d is not built in and not a live PreMulSum op of this communicator", raw);
     found = comm->ops[index];
   }
   if (static_cast<int>(found.type) != static_cast<int>(type))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "common/log.h"
 #include "cuda/device_reduce.h"
@@ -11,6 +12,33 @@
 namespace braid::cuda {
 
 namespace {
+
+// Host registrations are process-wide, but ranks that are threads of one process share the
+// engine's segments (mapped once per process): count registrations so the second rank reuses the
+// first's and the memory stays registered until the last rank lets go.
+std::mutex g_registry_mutex;
+std::map<void*, int> g_registry;
+
+cudaError_t register_shared(void* ptr, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto it = g_registry.find(ptr);
+  if (it != g_registry.end()) {
+    ++it->second;
+    return cudaSuccess;
+  }
+  const cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (e == cudaSuccess) g_registry[ptr] = 1;
+  return e;
+}
+
+cudaError_t unregister_shared(void* ptr) {
+  std::lock_guard<std::mutex> lock(g_registry_mutex);
+  auto it = g_registry.find(ptr);
+  if (it == g_registry.end()) return cudaSuccess;
+  if (--it->second > 0) return cudaSuccess;
+  g_registry.erase(it);
+  return cudaHostUnregister(ptr);
+}
 
 DeviceScalar to_device_scalar(const reduce::OpScalar* s) {
   DeviceScalar d;
@@ -55,7 +83,7 @@ CudaBackend::~CudaBackend() {
   for (cudaEvent_t e : queue_done_) cudaEventDestroy(e);
   if (user_ready_ != nullptr) cudaEventDestroy(user_ready_);
   if (scratch_ != nullptr) cudaFree(scratch_);
-  for (const auto& r : registrations_) cudaHostUnregister(r.host);
+  for (const auto& r : registrations_) unregister_shared(r.host);
 }
 
 Result CudaBackend::check(cudaError_t e, const char* what) {
@@ -197,7 +225,7 @@ void* CudaBackend::device_scratch(size_t bytes) {
 
 Result CudaBackend::register_host(void* ptr, size_t bytes) {
   BRAID_TRY(select_device());
-  BRAID_TRY(check(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped), "cudaHostRegister"));
+  BRAID_TRY(check(register_shared(ptr, bytes), "cudaHostRegister"));
   void* dev = nullptr;
   BRAID_TRY(check(cudaHostGetDevicePointer(&dev, ptr, 0), "cudaHostGetDevicePointer"));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -215,7 +243,7 @@ Result CudaBackend::unregister_host(void* ptr) {
     if (it == registrations_.end()) return Result::Success;
     registrations_.erase(it);
   }
-  return check(cudaHostUnregister(ptr), "cudaHostUnregister");
+  return check(unregister_shared(ptr), "cudaHostUnregister");
 }
 
 Result CudaBackend::begin_collective() {

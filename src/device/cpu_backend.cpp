@@ -1,5 +1,7 @@
 #include "device/cpu_backend.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstring>
 
@@ -73,10 +75,33 @@ Result CpuBackend::status(std::string* message) const {
   return Result::Success;
 }
 
+Result CpuBackend::register_host(void* ptr, size_t bytes) {
+  std::lock_guard lock(registered_mutex_);
+  registered_.emplace_back(static_cast<const char*>(ptr), bytes);
+  return Result::Success;
+}
+
+Result CpuBackend::unregister_host(void* ptr) {
+  std::lock_guard lock(registered_mutex_);
+  std::erase_if(registered_, [&](const auto& r) { return r.first == ptr; });
+  return Result::Success;
+}
+
 Result CpuBackend::enqueue(int queue, Op op) {
   if (queue < 0 || queue >= num_queues())
     return fail(Result::InvalidArgument, "device queue %d out of range (0..%d)", queue,
                 num_queues() - 1);
+  if (!op.signal.empty()) {
+    const char* p = reinterpret_cast<const char*>(op.signal.counter);
+    std::lock_guard lock(registered_mutex_);
+    const bool reachable = std::any_of(registered_.begin(), registered_.end(), [&](const auto& r) {
+      return p >= r.first && p + sizeof(uint64_t) <= r.first + r.second;
+    });
+    if (!reachable)
+      return fail(Result::InternalError,
+                  "a device signal at %p is not in registered host memory (a GPU could not reach it)",
+                  static_cast<const void*>(p));
+  }
   if (aborted_.load())
     return fail(Result::RemoteError, "device backend was aborted; no more work is accepted");
   QueueState& q = *queues_[queue];

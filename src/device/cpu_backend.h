@@ -37,8 +37,10 @@ class CpuBackend final : public Backend {
   Result divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor,
                 Signal done) override;
   void* device_scratch(size_t bytes) override;
-  Result register_host(void*, size_t) override { return Result::Success; }
-  Result unregister_host(void*) override { return Result::Success; }
+  // Registration changes no memory here, but the ranges are kept so that a signal outside them
+  // fails as it would on a GPU (which can only reach registered host memory).
+  Result register_host(void* ptr, size_t bytes) override;
+  Result unregister_host(void* ptr) override;
   Result begin_collective() override { return Result::Success; }
   Result end_collective() override { return Result::Success; }
   void set_timeout(double seconds) override { timeout_seconds_.store(seconds); }
@@ -85,6 +87,8 @@ class CpuBackend final : public Backend {
   Result error_ = Result::Success;
   std::string error_text_;
   std::vector<unsigned char> scratch_;
+  std::mutex registered_mutex_;
+  std::vector<std::pair<const char*, size_t>> registered_;
 };
 
 }  // namespace braid::device

@@ -213,6 +213,10 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   ec.backend = backend;
   ec.pool = c->pool_.get();
   ec.counters = progress_counters(c->control_.data(), nranks);
+  RankRecord& own = rank_records(c->control_.data())[rank];
+  ec.staged = &own.device_staged;
+  ec.consumed = &own.device_consumed;
+  ec.finish = &own.device_finish;
   ec.counter_capacity = kCounterCapacity;
   for (auto& seg : c->staging_) ec.staging.push_back(static_cast<unsigned char*>(seg.data()));
   ec.staging_bytes = c->staging_bytes_;

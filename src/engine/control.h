@@ -27,6 +27,11 @@ struct alignas(64) RankRecord {
   std::atomic<uint64_t> barrier;       // the last barrier this rank arrived at (monotonic)
   CallRecord calls[2];                 // by call parity: a fast rank never overwrites a record
                                        // a slow rank is still comparing
+  // The executor's own device-side signals (staging ring, end of run). They live here, in the
+  // registered segment, because a GPU raises and waits on them with stream memory operations.
+  alignas(64) std::atomic<uint64_t> device_staged;
+  alignas(64) std::atomic<uint64_t> device_consumed;
+  alignas(64) std::atomic<uint64_t> device_finish;
 };
 
 // abort word: 0 while healthy; otherwise kAbortTag | reason << 16 | culprit rank.

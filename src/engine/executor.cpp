@@ -196,17 +196,17 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
               const uint64_t k = static_cast<uint64_t>(config_.scratch_slices);
               unsigned char* slot = static_cast<unsigned char*>(config_.scratch) +
                                     (g % k) * scratch_slice_bytes;
-              if (g >= k) BRAID_TRY(dev.wait(device::kQueueH2D, {&consumed_, g + 1 - k}));
+              if (g >= k) BRAID_TRY(dev.wait(device::kQueueH2D, {config_.consumed, g + 1 - k}));
               BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
               BRAID_TRY(dev.h2d(device::kQueueH2D, slot, st.address(in.src, begin), bytes,
-                                {&staged_, g + 1}));
-              BRAID_TRY(dev.wait(device::kQueueCompute, {&staged_, g + 1}));
+                                {config_.staged, g + 1}));
+              BRAID_TRY(dev.wait(device::kQueueCompute, {config_.staged, g + 1}));
               const bool pre = args.op == RedOp::PreMulSum;
               BRAID_TRY(dev.reduce(device::kQueueCompute, args.type, args.op,
                                    st.address(in.dst, begin), slot, end - begin,
                                    pre ? args.scalar : nullptr, pre && si.scale_dst,
                                    pre && si.scale_src, signal(pos, s)));
-              return dev.raise(device::kQueueCompute, {&consumed_, g + 1});
+              return dev.raise(device::kQueueCompute, {config_.consumed, g + 1});
             }
         }
         return Result::Success;
@@ -268,9 +268,9 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     }
     if (result == Result::Success && any) {
       const uint64_t target = ++finish_index_;
-      result = dev.raise(device::kQueueCompute, {&finish_, target});
+      result = dev.raise(device::kQueueCompute, {config_.finish, target});
       if (result == Result::Success &&
-          wait_until(ctx, [&] { return finish_.load(std::memory_order_acquire) >= target; }) !=
+          wait_until(ctx, [&] { return config_.finish->load(std::memory_order_acquire) >= target; }) !=
               WaitOutcome::Done) {
         failure->outcome = WaitOutcome::TimedOut;
         failure->culprit = rank;

@@ -43,6 +43,11 @@ struct ExecutorConfig {
   device::Backend* backend = nullptr;
   WorkerPool* pool = nullptr;
   std::atomic<uint64_t>* counters = nullptr;  // shared progress counters
+  // This rank's staging-ring and end-of-run signals (in the control segment, registered with
+  // the device: a GPU raises and waits on them).
+  std::atomic<uint64_t>* staged = nullptr;
+  std::atomic<uint64_t>* consumed = nullptr;
+  std::atomic<uint64_t>* finish = nullptr;
   size_t counter_capacity = 0;
   std::vector<unsigned char*> staging;  // per NUMA index
   size_t staging_bytes = 0;             // per NUMA index
@@ -71,11 +76,9 @@ class Executor {
 
  private:
   ExecutorConfig config_;
-  // Staging ring for device reductions (monotonic across runs).
-  std::atomic<uint64_t> staged_{0};
-  std::atomic<uint64_t> consumed_{0};
+  // Staging ring for device reductions and the end-of-run signal (monotonic across runs; the
+  // counters are config_.staged/consumed/finish).
   uint64_t staging_index_ = 0;
-  std::atomic<uint64_t> finish_{0};
   uint64_t finish_index_ = 0;
   size_t next_worker_ = 0;
 };
