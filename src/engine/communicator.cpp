@@ -374,9 +374,10 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
     *out = given_schedule_.get();
     return Result::Success;
   }
+  // The program depends on the message size only through the cost model's choices, so one per
+  // power-of-two size class is kept (the element type does not change it).
   std::string key = std::to_string(static_cast<int>(c)) + "/" + std::to_string(root) + "/" +
-                    std::to_string(std::bit_width(bytes)) + "/" +
-                    std::to_string(static_cast<int>(type)) + "/";
+                    std::to_string(std::bit_width(bytes)) + "/";
   for (bool b : in_place) key.push_back(b ? '1' : '0');
   auto it = cache_.find(key);
   if (it == cache_.end()) {
