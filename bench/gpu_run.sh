@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The GPU session: GPU tests, then braid-bench's acceptance runs (issue 4), all logs and JSON to
+# $OUT. Binaries come prebuilt in gpubundle/ (the GPU machine has no package registry).
+# Usage on the device:  bash bench/gpu_run.sh [tests|bench|all]
+set -u
+what=${1:-all}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nccl=$(dirname "$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | grep -v gpubundle | head -1)")
+export LD_LIBRARY_PATH=$PWD/gpubundle/lib:$nccl:${LD_LIBRARY_PATH:-}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+G=gpubundle
+summary() { grep -E "^\[  (FAILED|PASSED) |WARN" "$1" | sort | uniq -c | sort -rn | head -12; }
+if [ "$what" != bench ]; then
+  BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 100 $G/api_usage_test > $OUT/usage.log 2>&1; echo "usage rc=$?"; summary $OUT/usage.log
+  BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/api_collectives_threads_test > $OUT/threads.log 2>&1; echo "threads rc=$?"; summary $OUT/threads.log
+  BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 150 $G/api_collectives_processes_test > $OUT/procs.log 2>&1; echo "processes rc=$?"; summary $OUT/procs.log
+fi
+if [ "$what" != tests ]; then
+  export BRAID_SLICE_BYTES=${BRAID_SLICE_BYTES:-4194304} BRAID_STAGING_BYTES=${BRAID_STAGING_BYTES:-2147483648}
+  {
+    echo "## correctness: every dtype and op, small sizes"
+    BRAID_DEBUG=WARN timeout 120 $G/braid-bench -b 8 -e 4M -f 8 -d all -o all -n 1 -w 1 | grep -vE "^ +[0-9]" | tail -5; echo "rc=$?"
+    echo "## PCIe-only comparison (NCCL_P2P_DISABLE=1), all_reduce with the PCIe ceiling"
+    NCCL_P2P_DISABLE=1 timeout 150 $G/braid-bench -C all_reduce -b 64M -e 1G -f 2 -n 10 -w 3 --ceiling -J $OUT/pcie_allreduce.json
+    echo "## PCIe-only comparison (NCCL_P2P_DISABLE=1), all_gather"
+    NCCL_P2P_DISABLE=1 timeout 120 $G/braid-bench -C all_gather -b 64M -e 1G -f 2 -n 10 -w 3 -J $OUT/pcie_allgather.json
+    echo "## interference: NCCL on NVLink alone vs with braid's PCIe all_reduce beside it"
+    timeout 120 $G/braid-bench --interference -b 64M -e 1G -f 2 -n 10 -w 3 -J $OUT/interference.json
+  } > $OUT/bench.log 2>&1
+  cat $OUT/bench.log | cut -c1-200 | tail -60
+fi
