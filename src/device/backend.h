@@ -73,6 +73,12 @@ class Backend {
   virtual Result begin_collective() = 0;
   virtual Result end_collective() = 0;
 
+  // The pipeline slice this device works best with when BRAID_SLICE_BYTES is not set: small
+  // for memcpy threads, large for DMA engines whose per-copy cost is microseconds.
+  virtual size_t preferred_slice_bytes() const { return size_t{512} << 10; }
+  // Host staging per NUMA node when BRAID_STAGING_BYTES is not set.
+  virtual size_t preferred_staging_bytes() const { return size_t{64} << 20; }
+
   // Bounds every queue wait by `seconds`; a wait that runs past it fails the backend.
   virtual void set_timeout(double seconds) = 0;
   // An external flag (e.g. the communicator's shared abort word): non-zero stops every wait.

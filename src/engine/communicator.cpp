@@ -24,7 +24,6 @@ namespace braid::engine {
 namespace {
 
 constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, lazily backed)
-constexpr size_t kDefaultSliceBytes = 512 * 1024;
 constexpr int kScratchSlices = 4;
 
 std::string call_text(const CallRecord& c) {
@@ -82,7 +81,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   if (backend == nullptr) return fail(Result::InvalidArgument, "device backend is null");
   if (out == nullptr) return fail(Result::InvalidArgument, "output communicator pointer is null");
   const Settings& cfg = settings();
-  if (cfg.staging_bytes < 4096)
+  if (cfg.staging_bytes != 0 && cfg.staging_bytes < 4096)
     return fail(Result::InvalidArgument, "BRAID_STAGING_BYTES %lld is too small (>= 4096)",
                 static_cast<long long>(cfg.staging_bytes));
 
@@ -92,8 +91,9 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   c->topology_ = topology;
   c->backend_ = backend;
   c->name_prefix_ = "/braid-" + id.hex();
-  c->staging_bytes_ = static_cast<size_t>(cfg.staging_bytes) / 64 * 64;
-  c->slice_bytes_ = cfg.slice_bytes > 0 ? static_cast<size_t>(cfg.slice_bytes) : kDefaultSliceBytes;
+  c->staging_bytes_ =
+      (cfg.staging_bytes > 0 ? static_cast<size_t>(cfg.staging_bytes) : backend->preferred_staging_bytes()) / 64 * 64;
+  c->slice_bytes_ = cfg.slice_bytes > 0 ? static_cast<size_t>(cfg.slice_bytes) : backend->preferred_slice_bytes();
   const int numa_count = std::max<int>(1, static_cast<int>(topology.numa_nodes().size()));
   const double timeout = cfg.timeout;
   const size_t control_size = control_bytes(nranks, kCounterCapacity);
