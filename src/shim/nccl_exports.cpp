@@ -1,0 +1,347 @@
+// The NCCL API as libbraid.so exports it. Every call goes to the real NCCL's `pnccl*` entry
+// point; braid only records what it will need once it splits collectives across paths: the
+// communicators (comm_table) and the calling thread's group (group_state). With BRAID_DISABLE=1
+// it records nothing and is a pure pass-through.
+#include <cstring>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "shim/comm_table.h"
+#include "shim/group_state.h"
+#include "shim/real_nccl.h"
+
+#define BRAID_EXPORT [[gnu::visibility("default")]]
+
+using braid::shim::RealNccl;
+using braid::shim::real_nccl;
+
+static_assert(static_cast<int>(braid::Result::Success) == ncclSuccess);
+static_assert(static_cast<int>(braid::Result::UnhandledCudaError) == ncclUnhandledCudaError);
+static_assert(static_cast<int>(braid::Result::SystemError) == ncclSystemError);
+static_assert(static_cast<int>(braid::Result::InternalError) == ncclInternalError);
+static_assert(static_cast<int>(braid::Result::InvalidArgument) == ncclInvalidArgument);
+static_assert(static_cast<int>(braid::Result::InvalidUsage) == ncclInvalidUsage);
+static_assert(static_cast<int>(braid::Result::RemoteError) == ncclRemoteError);
+static_assert(static_cast<int>(braid::Result::InProgress) == ncclInProgress);
+
+namespace {
+
+// Whether this thread's latest error came from braid (no real NCCL, or a missing entry point)
+// rather than from NCCL: ncclGetLastError then answers with braid's text.
+thread_local bool t_braid_error_latest = false;
+
+bool braid_enabled() {
+  static const bool enabled = !braid::settings().disable;
+  return enabled;
+}
+
+ncclResult_t braid_failure(const char* api, const RealNccl& real) {
+  t_braid_error_latest = true;
+  if (!real.found) {
+    return static_cast<ncclResult_t>(
+        braid::fail(braid::Result::SystemError, "%s: %s", api, real.failure.c_str()));
+  }
+  return static_cast<ncclResult_t>(braid::fail(braid::Result::SystemError,
+                                               "%s: the real NCCL %s (version %d) has no p%s", api,
+                                               real.path.c_str(), real.version, api));
+}
+
+template <typename Fn, typename... Args>
+ncclResult_t forward(Fn RealNccl::*slot, const char* api, Args... args) {
+  const RealNccl& real = real_nccl();
+  Fn fn = real.found ? real.*slot : nullptr;
+  if (fn == nullptr) return braid_failure(api, real);
+  t_braid_error_latest = false;
+  return fn(args...);
+}
+
+#define BRAID_FORWARD(api, ...) forward(&RealNccl::api, #api __VA_OPT__(, ) __VA_ARGS__)
+
+bool accepted(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
+
+// Fills what NCCL can already tell about `comm` into `state`; a non-blocking communicator
+// still initialising answers later (see ncclCommGetAsyncError).
+braid::shim::CommState query_state(ncclComm_t comm, braid::shim::CommState state) {
+  const RealNccl& real = real_nccl();
+  int value = -1;
+  if (state.rank < 0 && real.ncclCommUserRank && real.ncclCommUserRank(comm, &value) == ncclSuccess) {
+    state.rank = value;
+  }
+  if (state.nranks < 0 && real.ncclCommCount && real.ncclCommCount(comm, &value) == ncclSuccess) {
+    state.nranks = value;
+  }
+  if (state.cuda_device < 0 && real.ncclCommCuDevice &&
+      real.ncclCommCuDevice(comm, &value) == ncclSuccess) {
+    state.cuda_device = value;
+  }
+  return state;
+}
+
+// After NCCL created `comm` (result Success, or InProgress for a non-blocking one).
+void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks) {
+  if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
+  braid::shim::CommState state;
+  state.rank = rank;
+  state.nranks = nranks;
+  if (result == ncclSuccess) state = query_state(comm, state);
+  braid::shim::comm_table().insert(comm, state);
+}
+
+void forget(ncclComm_t comm) {
+  // Before NCCL frees it: once freed, another thread's init may get the same address.
+  if (braid_enabled() && comm != nullptr) braid::shim::comm_table().erase(comm);
+}
+
+ncclResult_t count_operation(ncclResult_t result, bool collective) {
+  if (braid_enabled() && accepted(result)) braid::shim::this_thread_group().on_operation(collective);
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- versions, ids, errors ----
+
+BRAID_EXPORT ncclResult_t ncclGetVersion(int* version) { return BRAID_FORWARD(ncclGetVersion, version); }
+
+BRAID_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  return BRAID_FORWARD(ncclGetUniqueId, uniqueId);
+}
+
+BRAID_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
+  const RealNccl& real = real_nccl();
+  if (real.found && real.ncclGetErrorString) return real.ncclGetErrorString(result);
+  return braid::result_string(static_cast<braid::Result>(result));
+}
+
+BRAID_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  const RealNccl& real = real_nccl();
+  if (t_braid_error_latest || !real.found || real.ncclGetLastError == nullptr) return braid::last_error();
+  return real.ncclGetLastError(comm);
+}
+
+BRAID_EXPORT void ncclResetDebugInit() {
+  const RealNccl& real = real_nccl();
+  if (real.found && real.ncclResetDebugInit) real.ncclResetDebugInit();
+}
+
+// ---- memory ----
+
+BRAID_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) { return BRAID_FORWARD(ncclMemAlloc, ptr, size); }
+
+BRAID_EXPORT ncclResult_t ncclMemFree(void* ptr) { return BRAID_FORWARD(ncclMemFree, ptr); }
+
+BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return BRAID_FORWARD(ncclCommRegister, comm, buff, size, handle);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return BRAID_FORWARD(ncclCommDeregister, comm, handle);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                 int winFlags) {
+  return BRAID_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return BRAID_FORWARD(ncclCommWindowDeregister, comm, win);
+}
+
+BRAID_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
+                                            ncclDevComm* outDevComm) {
+  return BRAID_FORWARD(ncclDevCommCreate, comm, reqs, outDevComm);
+}
+
+BRAID_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
+  return BRAID_FORWARD(ncclDevCommDestroy, comm, devComm);
+}
+
+// ---- communicator lifecycle ----
+
+BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
+  if (comm != nullptr) remember(result, *comm, rank, nranks);
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                 ncclConfig_t* config) {
+  const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
+  if (comm != nullptr) remember(result, *comm, rank, nranks);
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                   ncclUniqueId* commIds, ncclConfig_t* config) {
+  const ncclResult_t result =
+      BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
+  if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks);
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  const ncclResult_t result = BRAID_FORWARD(ncclCommInitAll, comm, ndev, devlist);
+  if (comm != nullptr && result == ncclSuccess) {
+    for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev);
+  }
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                        ncclConfig_t* config) {
+  const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
+  // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
+  if (newcomm != nullptr) remember(result, *newcomm, -1, -1);
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  const ncclResult_t result =
+      BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if (newcomm != nullptr) remember(result, *newcomm, -1, -1);
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return BRAID_FORWARD(ncclCommFinalize, comm); }
+
+BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  forget(comm);
+  return BRAID_FORWARD(ncclCommDestroy, comm);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  forget(comm);
+  return BRAID_FORWARD(ncclCommAbort, comm);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+}
+
+// ---- queries ----
+
+BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
+  // A non-blocking communicator has finished initialising: learn what was unknown.
+  if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+    if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {
+      braid::shim::comm_table().complete_from(comm, query_state(comm, *state));
+    }
+  }
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return BRAID_FORWARD(ncclCommCount, comm, count);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return BRAID_FORWARD(ncclCommCuDevice, comm, device);
+}
+
+BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return BRAID_FORWARD(ncclCommUserRank, comm, rank);
+}
+
+// ---- reduction operators ----
+
+BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                   ncclScalarResidence_t residence, ncclComm_t comm) {
+  return BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+}
+
+BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return BRAID_FORWARD(ncclRedOpDestroy, op, comm);
+}
+
+// ---- collectives and point-to-point: all go to NCCL alone for now ----
+
+BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream), true);
+}
+
+BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                        int root, ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  return count_operation(
+      BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream), true);
+}
+
+BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream), true);
+}
+
+BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream),
+                         true);
+}
+
+BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream), false);
+}
+
+BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return count_operation(BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream), false);
+}
+
+// ---- groups: NCCL keeps its own semantics; braid mirrors the per-thread depth ----
+
+BRAID_EXPORT ncclResult_t ncclGroupStart() {
+  const ncclResult_t result = BRAID_FORWARD(ncclGroupStart);
+  if (braid_enabled() && result == ncclSuccess) braid::shim::this_thread_group().on_start();
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclGroupEnd() {
+  const RealNccl& real = real_nccl();
+  const bool reaches_nccl = real.found && real.ncclGroupEnd != nullptr;
+  const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
+  // NCCL leaves the group whatever the outcome, as long as the call reached it.
+  if (braid_enabled() && reaches_nccl) braid::shim::this_thread_group().on_end();
+  return result;
+}
+
+BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return BRAID_FORWARD(ncclGroupSimulateEnd, simInfo);
+}
+
+}  // extern "C"
