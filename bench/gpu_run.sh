@@ -16,7 +16,7 @@ if [ "$what" != bench ]; then
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 150 $G/api_collectives_processes_test > $OUT/procs.log 2>&1; echo "processes rc=$?"; summary $OUT/procs.log
 fi
 if [ "$what" != tests ]; then
-  export BRAID_SLICE_BYTES=${BRAID_SLICE_BYTES:-4194304} BRAID_STAGING_BYTES=${BRAID_STAGING_BYTES:-2147483648}
+  # Slice and staging sizes: the CUDA backend's defaults (16 MiB, 1 GiB).
   {
     echo "## correctness: every dtype and op, small sizes"
     BRAID_DEBUG=WARN timeout 120 $G/braid-bench -b 8 -e 4M -f 8 -d all -o all -n 1 -w 1 | grep -vE "^ +[0-9]" | tail -5; echo "rc=$?"

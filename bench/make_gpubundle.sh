@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the GPU binaries here (the GPU machine has no package registry for braid's build
+# dependencies) and gathers them, with the shared libraries they need, in gpubundle/, which the
+# device tool carries. Then on the GPU machine: bash bench/gpu_run.sh all (or gpu_sweep.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build-gpu braid-bench reduce_bench api_collectives_threads_test api_collectives_processes_test api_usage_test
+rm -rf gpubundle && mkdir -p gpubundle/lib
+cp build-gpu/tools/braid-bench/braid-bench build-gpu/bench/reduce_bench build-gpu/tests/api/api_*_test gpubundle/
+strip gpubundle/braid-bench gpubundle/reduce_bench gpubundle/api_*
+for lib in libnuma.so.1 libhwy.so.1 libbenchmark.so.1debian; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" gpubundle/lib/; done
+du -sh gpubundle
