@@ -316,7 +316,7 @@ Result Communicator::barrier(Collective c, const WaitContext& ctx) {
   records[rank_].barrier.store(k, std::memory_order_release);
   for (int q = 0; q < nranks_; ++q) {
     WaitContext wait_ctx = ctx;
-    wait_ctx.blocker = [q] { return q; };
+    wait_ctx.blocks = [q](int r) { return r == q; };
     const WaitOutcome w = wait_until(
         wait_ctx, [&] { return records[q].barrier.load(std::memory_order_acquire) >= k; });
     if (w == WaitOutcome::Done) continue;

@@ -27,9 +27,9 @@ struct WaitContext {
   // Peers to watch (calling thread only): pids of the other ranks that are other processes.
   const std::vector<std::pair<int, pid_t>>* peers = nullptr;
   int* dead_rank = nullptr;  // set on PeerDied
-  // The rank the wait is blocked on now (-1: unknown). Only that rank's death fails the wait: a
-  // peer that finished its part and exited is no failure.
-  std::function<int()> blocker;
+  // Whether `rank` still owes something this wait needs. Only such a rank's death fails the
+  // wait: a peer that finished its part and exited is no failure.
+  std::function<bool(int rank)> blocks;
 };
 
 template <class Ready>
@@ -44,12 +44,11 @@ WaitOutcome wait_until(const WaitContext& ctx, Ready ready) {
       const auto now = std::chrono::steady_clock::now();
       if (std::chrono::duration<double>(now - ctx.start).count() > ctx.timeout_s)
         return WaitOutcome::TimedOut;
-      if (ctx.peers != nullptr && ctx.blocker &&
+      if (ctx.peers != nullptr && ctx.blocks &&
           now - last_peer_check > std::chrono::milliseconds(20)) {
         last_peer_check = now;
-        const int blocked_on = ctx.blocker();
         for (const auto& [rank, pid] : *ctx.peers)
-          if (rank == blocked_on && process_dead(pid)) {
+          if (ctx.blocks(rank) && process_dead(pid)) {
             if (ctx.dead_rank) *ctx.dead_rank = rank;
             return WaitOutcome::PeerDied;
           }
