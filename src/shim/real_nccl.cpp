@@ -27,8 +27,15 @@ std::string dl_error_text() {
 
 // Fills `real` from `handle` when it is a real NCCL; else appends why not to real.failure.
 bool adopt(void* handle, const std::string& tried, const char* how, RealNccl& real) {
-  void* probe = dlsym(handle, "pncclGetVersion");
   Dl_info info{};
+  // The library named may be braid itself (a libnccl.so.2 link to libbraid.so, say): its
+  // public entry points then lie in braid, and forwarding would loop.
+  void* api_entry = dlsym(handle, "ncclGetVersion");
+  if (api_entry != nullptr && dladdr(api_entry, &info) != 0 && info.dli_fbase == own_base()) {
+    real.failure += tried + ": resolves to braid's own libbraid.so, not the real NCCL; ";
+    return false;
+  }
+  void* probe = dlsym(handle, "pncclGetVersion");
   if (probe == nullptr || dladdr(probe, &info) == 0) {
     real.failure += tried + ": has no pncclGetVersion (not an NCCL 2 library); ";
     return false;
