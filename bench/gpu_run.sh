@@ -3,12 +3,8 @@
 # $OUT. Binaries come prebuilt in gpubundle/ (the GPU machine has no package registry).
 # Usage on the device:  bash bench/gpu_run.sh [tests|bench|all]
 set -u
+source "$(dirname "$0")/gpu_env.sh"
 what=${1:-all}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nccl=$(dirname "$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | grep -v gpubundle | head -1)")
-export LD_LIBRARY_PATH=$PWD/gpubundle/lib:$nccl:${LD_LIBRARY_PATH:-}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-G=gpubundle
 summary() { grep -E "^\[  (FAILED|PASSED) |WARN" "$1" | sort | uniq -c | sort -rn | head -12; }
 if [ "$what" != bench ]; then
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 100 $G/api_usage_test > $OUT/usage.log 2>&1; echo "usage rc=$?"; summary $OUT/usage.log

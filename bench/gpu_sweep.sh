@@ -2,11 +2,7 @@
 # Tuning sweep on the GPU machine: braid's PCIe all_reduce by slice size and reduce placement,
 # and the threads GPU test under AddressSanitizer when gpubundle/ carries it.
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nccl=$(dirname "$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | grep -v gpubundle | head -1)")
-export LD_LIBRARY_PATH=$PWD/gpubundle/lib:$nccl:${LD_LIBRARY_PATH:-}
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-G=gpubundle
+source "$(dirname "$0")/gpu_env.sh"
 export BRAID_STAGING_BYTES=2147483648
 {
 for place in device host; do

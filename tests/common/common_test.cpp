@@ -136,3 +136,22 @@ TEST(Log, InvertedSubsystemsAndLevels) {
 
 }  // namespace
 }  // namespace braid
+
+#include "common/sizes.h"
+
+namespace braid {
+namespace {
+
+TEST(Sizes, NcclTestsSyntax) {
+  EXPECT_EQ(parse_byte_size("4096"), 4096u);
+  EXPECT_EQ(parse_byte_size("256K"), 256u << 10);
+  EXPECT_EQ(parse_byte_size("64M"), size_t{64} << 20);
+  EXPECT_EQ(parse_byte_size("1G"), size_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("1GiB"), size_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("2.5M"), size_t{5} << 19);
+  EXPECT_EQ(parse_byte_size("0"), 0u);
+  for (const char* bad : {"", "-1", "12Q", "M", "1e400", "x8"}) EXPECT_FALSE(parse_byte_size(bad).has_value()) << bad;
+}
+
+}  // namespace
+}  // namespace braid

@@ -16,6 +16,7 @@
 
 #include "ceiling.h"
 #include "check.h"
+#include "common/sizes.h"
 #include "common/types.h"
 #include "interference.h"
 #include "measure.h"
@@ -46,20 +47,6 @@ struct Options {
   bool interference = false;
 };
 
-// nccl-tests' size syntax: a number with an optional K, M or G (powers of 1024).
-std::optional<size_t> parse_size(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return std::nullopt;
-  double scale = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") scale = 1024.0;
-  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return std::nullopt;
-  return static_cast<size_t>(v * scale);
-}
 
 struct Paths {
   bool braid = false, nccl = false;
@@ -145,8 +132,8 @@ int run(int argc, char** argv) {
   // Never NVLink multicast (see KINDS.md): set before NCCL initialises.
   setenv("NCCL_NVLS_ENABLE", "0", 1);
 
-  const auto min_bytes = parse_size(o.min_bytes), max_bytes = parse_size(o.max_bytes),
-             step_bytes = parse_size(o.step_bytes);
+  const auto min_bytes = parse_byte_size(o.min_bytes), max_bytes = parse_byte_size(o.max_bytes),
+             step_bytes = parse_byte_size(o.step_bytes);
   if (!min_bytes || !max_bytes || !step_bytes || *max_bytes < *min_bytes)
     die("bad sizes: -b %s -e %s -i %s", o.min_bytes.c_str(), o.max_bytes.c_str(), o.step_bytes.c_str());
   if (o.step_factor <= 1 && *step_bytes == 0) die("-i must be > 0 when -f is 1");

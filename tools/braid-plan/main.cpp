@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/sizes.h"
 #include "dsl/text.h"
 #include "dsl/validator.h"
 #include "plan/cost.h"
@@ -21,28 +22,6 @@ namespace {
 
 using namespace braid;
 
-// "64M", "1G", "4096", "256KiB" -> bytes (K/M/G are powers of 1024, as nccl-tests reads them).
-std::optional<size_t> parse_bytes(const std::string& text) {
-  size_t pos = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &pos);
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::string suffix = text.substr(pos);
-  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (suffix == "B") suffix.clear();
-  if (suffix.size() > 1 && (suffix.substr(1) == "IB" || suffix.substr(1) == "B")) suffix = suffix.substr(0, 1);
-  int shift = 0;
-  if (suffix.empty()) shift = 0;
-  else if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else return std::nullopt;
-  if (value == 0 || value > (~0ull >> shift)) return std::nullopt;
-  return static_cast<size_t>(value << shift);
-}
 
 std::string join(const std::vector<int>& v) {
   std::string s;
@@ -105,8 +84,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-plan: unknown dtype '%s'\n", dtype_text.c_str());
     return 2;
   }
-  const auto bytes = parse_bytes(bytes_text);
-  if (!bytes) {
+  const auto bytes = parse_byte_size(bytes_text);
+  if (!bytes || *bytes == 0) {
     std::fprintf(stderr, "braid-plan: cannot read --bytes '%s' (e.g. 4096, 64M, 1G)\n", bytes_text.c_str());
     return 2;
   }

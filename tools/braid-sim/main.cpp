@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/sizes.h"
 #include "common/types.h"
 #include "plan/cost.h"
 #include "plan/generate.h"
@@ -20,20 +21,6 @@ namespace {
 
 using namespace braid;
 
-size_t parse_size(const std::string& text) {
-  size_t pos = 0;
-  const double v = std::stod(text, &pos);
-  double unit = 1;
-  if (pos < text.size()) {
-    switch (text[pos]) {
-      case 'K': case 'k': unit = 1024.0; break;
-      case 'M': case 'm': unit = 1024.0 * 1024; break;
-      case 'G': case 'g': unit = 1024.0 * 1024 * 1024; break;
-      default: throw std::invalid_argument("bad size " + text);
-    }
-  }
-  return static_cast<size_t>(v * unit);
-}
 
 // nccl-tests' bus bandwidth factors.
 double bus_factor(Collective c, int n) {
@@ -90,14 +77,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "braid-sim: unknown data type %s\n", dtype_name.c_str());
     return 2;
   }
-  size_t min_bytes = 0, max_bytes = 0;
-  try {
-    min_bytes = parse_size(min_text);
-    max_bytes = parse_size(max_text);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "braid-sim: %s\n", e.what());
+  const auto min_parsed = parse_byte_size(min_text), max_parsed = parse_byte_size(max_text);
+  if (!min_parsed || !max_parsed) {
+    std::fprintf(stderr, "braid-sim: bad size in -b %s / -e %s\n", min_text.c_str(), max_text.c_str());
     return 2;
   }
+  const size_t min_bytes = *min_parsed, max_bytes = *max_parsed;
 
   std::printf("# braid-sim: PREDICTED by the cost model, not measured. topology %s (%s), %d ranks, %s\n",
               t.name.c_str(), topo_name.c_str(), ranks, std::string(datatype_name(*dtype)).c_str());
