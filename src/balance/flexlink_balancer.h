@@ -25,7 +25,7 @@ struct FlexLinkParams {
   int max_iterations = 100;
   int window = 10;                    // the paper's "last 10 collective calls"
   double runtime_threshold = 0.05;
-  uint32_t runtime_step_units = 8;    // 1/128 per window
+  uint32_t runtime_step_units = 2;    // 1/512 per window: see docs/BALANCE.md
 };
 
 class FlexLinkBalancer final : public Balancer {
