@@ -50,8 +50,14 @@ struct RunState {
   }
 
   // The counter value dependency `d` of instruction `pos` needs before slice s may run.
+  // Every instruction maps element i of its chunk to element i of another chunk of the same
+  // part, so slice s of anything depends only on slice s of the chunks before it. A dependency
+  // on a writer of the same size is therefore gated per slice, whatever cell it names (its own
+  // src/dst, or another cell it must follow, such as the upload of an input an in-place write
+  // overwrites); only a writer of another size must be complete.
+  bool per_slice(int32_t pos, const ResolvedDep& d) const { return size_of(d.writer) == size_of(pos); }
   uint64_t needed(int32_t pos, const ResolvedDep& d, uint32_t s) const {
-    if (d.same_cell && size_of(d.writer) == size_of(pos)) return base + s + 1;
+    if (per_slice(pos, d)) return base + s + 1;
     return base + slices[d.writer];
   }
 };
@@ -169,8 +175,7 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
   for (int32_t pos = 0; pos < total; ++pos) {
     uint32_t f = 0;
     for (const auto& d : schedule.order[pos].deps) {
-      const bool per_slice = d.same_cell && st.size_of(d.writer) == st.size_of(pos);
-      f = std::max(f, per_slice ? level[d.writer] : std::max(level[d.writer], st.slices[d.writer] - 1));
+      f = std::max(f, st.per_slice(pos, d) ? level[d.writer] : std::max(level[d.writer], st.slices[d.writer] - 1));
     }
     level[pos] = f;
   }
