@@ -181,6 +181,15 @@ TEST(FlexLink, StageOneTerminatesBalancedAndStageTwoTracks) {
   EXPECT_NEAR(b.shares().fraction(1), 11.4 / 331.4, 0.01);
 }
 
+TEST(FlexLink, RestoreSkipsStageOne) {
+  FlexLinkBalancer b(2);
+  b.restore(Shares{{990, 34}});
+  EXPECT_FALSE(b.in_stage1());
+  EXPECT_EQ(b.shares(), (Shares{{990, 34}}));
+  b.restore(Shares{{990, 35}});  // invalid (sums to 1025): ignored
+  EXPECT_EQ(b.shares(), (Shares{{990, 34}}));
+}
+
 TEST(FlexLink, ThreePathsDeactivateAUselessPath) {
   // A third path so slow that any share of it is the bottleneck gets deactivated.
   PathSimulator sim({kNvlink, kPcie, {50e-6, 0.2e9}});
