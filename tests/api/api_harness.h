@@ -23,6 +23,16 @@ struct RankOutcome {
   std::vector<uint64_t> hashes;  // per case
 };
 
+// GPUs this process sees (0 when CUDA cannot tell).
+inline int visible_gpus() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 inline size_t largest_count(const std::vector<Case>& cases) {
   size_t m = 0;
   for (const auto& k : cases) m = std::max(m, k.count);

@@ -8,15 +8,6 @@
 namespace braid::apitest {
 namespace {
 
-int visible_gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 void check_matrix(int ranks) {
   const auto cases = full_matrix(ranks, {0, 1, 7, 1000003});
   const auto outcomes = run_as_threads(ranks, cases);

@@ -14,15 +14,6 @@
 namespace braid::apitest {
 namespace {
 
-int visible_gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 #define REQUIRE_GPUS(n)                                                        \
   do {                                                                         \
     if (visible_gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s)";   \

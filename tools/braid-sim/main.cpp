@@ -15,35 +15,13 @@
 #include "common/types.h"
 #include "plan/cost.h"
 #include "plan/generate.h"
+#include "shape.h"
 #include "topo/topology.h"
 
 namespace {
 
 using namespace braid;
 
-
-// nccl-tests' bus bandwidth factors.
-double bus_factor(Collective c, int n) {
-  switch (c) {
-    case Collective::AllReduce: return 2.0 * (n - 1) / n;
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll: return static_cast<double>(n - 1) / n;
-    default: return 1.0;
-  }
-}
-
-std::string nccl_tests_name(Collective c) {
-  switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::AllGather: return "all_gather";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::Reduce: return "reduce";
-    case Collective::AllToAll: return "alltoall";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -111,20 +89,20 @@ int main(int argc, char** argv) {
         if (plan::choose_plan(*c, ranks, t, bytes, *dtype, ro, &ring) == Result::Success) ring_seconds = ring.seconds;
       }
       const double algbw = bytes / best.seconds / 1e9;
-      const double busbw = algbw * bus_factor(*c, ranks);
+      const double busbw = algbw * bench::busbw_factor(*c, ranks);
       const size_t count = bytes / datatype_size(*dtype);
       const std::string place = collective_reduces(*c) ? std::string(plan::placement_name(best.placement)) : "-";
       if (ring_seconds > 0) {
         const double ringbw = bytes / ring_seconds / 1e9;
         std::printf(" %11zu %12zu %8s %12s %6s %7d %10.1f %8.2f %8.2f %10.1f %8.2f %6.2fx\n", bytes, count,
-                    std::string(datatype_name(*dtype)).c_str(), nccl_tests_name(*c).c_str(),
+                    std::string(datatype_name(*dtype)).c_str(), bench::bench_name(*c).c_str(),
                     place.c_str(), best.chunks, best.seconds * 1e6, algbw, busbw, ring_seconds * 1e6, ringbw, algbw / ringbw);
       } else {
         std::printf(" %11zu %12zu %8s %12s %6s %7d %10.1f %8.2f %8.2f %10s %8s %7s\n", bytes, count,
-                    std::string(datatype_name(*dtype)).c_str(), nccl_tests_name(*c).c_str(),
+                    std::string(datatype_name(*dtype)).c_str(), bench::bench_name(*c).c_str(),
                     place.c_str(), best.chunks, best.seconds * 1e6, algbw, busbw, "-", "-", "-");
       }
-      rows.push_back({{"collective", nccl_tests_name(*c)}, {"size", bytes}, {"count", count},
+      rows.push_back({{"collective", bench::bench_name(*c)}, {"size", bytes}, {"count", count},
                       {"type", datatype_name(*dtype)}, {"placement", place},
                       {"chunks", best.chunks}, {"time_us", best.seconds * 1e6}, {"algbw", algbw},
                       {"busbw", busbw}, {"path", "braid-predicted"}, {"ring_time_us", ring_seconds * 1e6}});
