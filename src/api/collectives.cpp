@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "api/call.h"
 #include "api/comm.h"
 #include "api/ops.h"
 #include "common/types.h"
@@ -58,17 +59,9 @@ Result check_buffer(braidComm* comm, const char* name, const char* which, const 
   return Result::Success;
 }
 
-struct Call {
-  Collective collective;
-  const void* send;
-  void* recv;
-  size_t count;
-  ncclDataType_t type;
-  ncclRedOp_t op;
-  int root;
-};
+}  // namespace
 
-Result run(braidComm* comm, const Call& call, cudaStream_t stream) {
+Result run_collective(braidComm* comm, const Call& call, cudaStream_t stream, engine::BlockRange range) {
   const std::string name = "braid " + std::string(collective_name(call.collective));
   if (comm == nullptr) return fail(Result::InvalidArgument, "%s: comm is null", name.c_str());
   if (!comm->engine) return fail(Result::InvalidUsage, "%s: the communicator was aborted", name.c_str());
@@ -91,21 +84,14 @@ Result run(braidComm* comm, const Call& call, cudaStream_t stream) {
   const DataType type = static_cast<DataType>(call.type);
 
   comm->backend->set_user_stream(stream);
-  engine::Communicator& e = *comm->engine;
-  switch (call.collective) {
-    case Collective::AllReduce: return e.all_reduce(call.send, call.recv, call.count, type, op, scalar_arg);
-    case Collective::AllGather: return e.all_gather(call.send, call.recv, call.count, type);
-    case Collective::ReduceScatter:
-      return e.reduce_scatter(call.send, call.recv, call.count, type, op, scalar_arg);
-    case Collective::Broadcast: return e.broadcast(call.send, call.recv, call.count, type, call.root);
-    case Collective::Reduce: return e.reduce(call.send, call.recv, call.count, type, op, call.root, scalar_arg);
-    case Collective::AllToAll: return e.all_to_all(call.send, call.recv, call.count, type);
-  }
-  return fail(Result::InternalError, "%s: unknown collective", name.c_str());
+  return comm->engine->collective_range(call.collective, call.send, call.recv, call.count, type, op,
+                                        call.root, scalar_arg, range);
 }
 
+namespace {
+
 ncclResult_t api_call(braidComm* comm, const Call& call, cudaStream_t stream) {
-  return finish(comm, run(comm, call, stream));
+  return finish(comm, run_collective(comm, call, stream));
 }
 
 }  // namespace

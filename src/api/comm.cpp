@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "api/comm.h"
+#include "api/nccl_calls.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/types.h"
@@ -51,9 +52,10 @@ Result cuda_check(cudaError_t e, const char* what) {
   return fail(Result::UnhandledCudaError, "%s: %s", what, cudaGetErrorString(e));
 }
 
-Result nccl_check(ncclResult_t r, const char* what) {
+Result nccl_check(const NcclCalls& nccl, ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return Result::Success;
-  return fail(static_cast<Result>(r), "%s (through NCCL): %s", what, ncclGetErrorString(r));
+  return fail(static_cast<Result>(r), "%s (through NCCL): %s", what,
+              nccl.get_error_string != nullptr ? nccl.get_error_string(r) : "no error text");
 }
 
 Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
@@ -93,14 +95,19 @@ Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank
   return Result::Success;
 }
 
-Result init_from_nccl(braidComm_t* out, ncclComm_t nccl) {
+}  // namespace
+
+Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
+  if (calls.comm_count == nullptr || calls.comm_user_rank == nullptr || calls.comm_cu_device == nullptr ||
+      calls.broadcast == nullptr)
+    return fail(Result::InternalError, "braidCommInitFromNccl: NCCL entry points missing");
   if (out == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: comm pointer is null");
   *out = nullptr;
   if (nccl == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: NCCL communicator is null");
   int nranks = 0, rank = 0, device = 0;
-  BRAID_TRY(nccl_check(ncclCommCount(nccl, &nranks), "ncclCommCount"));
-  BRAID_TRY(nccl_check(ncclCommUserRank(nccl, &rank), "ncclCommUserRank"));
-  BRAID_TRY(nccl_check(ncclCommCuDevice(nccl, &device), "ncclCommCuDevice"));
+  BRAID_TRY(nccl_check(calls, calls.comm_count(nccl, &nranks), "ncclCommCount"));
+  BRAID_TRY(nccl_check(calls, calls.comm_user_rank(nccl, &rank), "ncclCommUserRank"));
+  BRAID_TRY(nccl_check(calls, calls.comm_cu_device(nccl, &device), "ncclCommCuDevice"));
   int previous = 0;
   BRAID_TRY(cuda_check(cudaGetDevice(&previous), "cudaGetDevice"));
   BRAID_TRY(cuda_check(cudaSetDevice(device), "cudaSetDevice"));
@@ -120,7 +127,7 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t nccl) {
     r = cuda_check(cudaMemcpyAsync(buffer, &id, sizeof id, cudaMemcpyHostToDevice, stream),
                    "cudaMemcpyAsync (unique id)");
   if (r == Result::Success)
-    r = nccl_check(ncclBroadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl, stream),
+    r = nccl_check(calls, calls.broadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl, stream),
                    "ncclBroadcast of the unique id");
   if (r == Result::Success)
     r = cuda_check(cudaMemcpyAsync(&id, buffer, sizeof id, cudaMemcpyDeviceToHost, stream),
@@ -132,8 +139,6 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t nccl) {
   cudaSetDevice(previous);
   return r;
 }
-
-}  // namespace
 
 ncclResult_t finish(braidComm* comm, Result r) {
   if (r != Result::Success && comm != nullptr) {
@@ -162,10 +167,6 @@ ncclResult_t braidGetUniqueId(braidUniqueId* id) {
 
 ncclResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId commId, int rank) {
   return finish(nullptr, braid::api::init_rank(comm, nranks, commId, rank));
-}
-
-ncclResult_t braidCommInitFromNccl(braidComm_t* comm, ncclComm_t ncclComm) {
-  return finish(nullptr, braid::api::init_from_nccl(comm, ncclComm));
 }
 
 ncclResult_t braidCommDestroy(braidComm_t comm) {

@@ -40,6 +40,42 @@ cudaError_t unregister_shared(void* ptr) {
   return cudaHostUnregister(ptr);
 }
 
+// The four driver calls braid needs, fetched through the runtime (which loads libcuda itself):
+// linking libcuda would make every binary, libbraid.so included, fail to load on a machine
+// without a GPU driver.
+struct DriverCalls {
+  decltype(&cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&cuGetErrorString) get_error_string = nullptr;
+  decltype(&cuStreamWriteValue64) stream_write_value64 = nullptr;
+  decltype(&cuStreamWaitValue64) stream_wait_value64 = nullptr;
+  bool complete() const {
+    return device_get_attribute && get_error_string && stream_write_value64 && stream_wait_value64;
+  }
+};
+
+template <typename Fn>
+void fetch(const char* symbol, Fn* out) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+      found == cudaDriverEntryPointSuccess)
+    *out = reinterpret_cast<Fn>(fn);
+  else
+    cudaGetLastError();
+}
+
+const DriverCalls& driver() {
+  static const DriverCalls calls = [] {
+    DriverCalls c;
+    fetch("cuDeviceGetAttribute", &c.device_get_attribute);
+    fetch("cuGetErrorString", &c.get_error_string);
+    fetch("cuStreamWriteValue64", &c.stream_write_value64);
+    fetch("cuStreamWaitValue64", &c.stream_wait_value64);
+    return c;
+  }();
+  return calls;
+}
+
 DeviceScalar to_device_scalar(const reduce::OpScalar* s) {
   DeviceScalar d;
   if (s != nullptr) std::memcpy(d.bytes, s->bytes, sizeof d.bytes);
@@ -50,8 +86,13 @@ DeviceScalar to_device_scalar(const reduce::OpScalar* s) {
 
 CudaBackend::CudaBackend(int device) : device_(device) {
   if ((init_error_ = select_device()) != Result::Success) return;
+  if (!driver().complete()) {
+    init_error_ = fail(Result::UnhandledCudaError,
+                       "the CUDA driver does not provide the stream memory operations braid needs");
+    return;
+  }
   int can64 = 0;
-  cuDeviceGetAttribute(&can64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device);
+  driver().device_get_attribute(&can64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device);
   if (can64 == 0) {
     init_error_ = fail(Result::UnhandledCudaError,
                        "GPU %d cannot run 64-bit stream memory operations (cuStreamWaitValue64), "
@@ -101,7 +142,7 @@ Result CudaBackend::check(cudaError_t e, const char* what) {
 Result CudaBackend::check_driver(int e, const char* what) {
   if (e == CUDA_SUCCESS) return Result::Success;
   const char* text = nullptr;
-  cuGetErrorString(static_cast<CUresult>(e), &text);
+  if (driver().get_error_string != nullptr) driver().get_error_string(static_cast<CUresult>(e), &text);
   const Result r = fail(Result::UnhandledCudaError, "%s failed on GPU %d: %s", what, device_,
                         text != nullptr ? text : "unknown driver error");
   std::lock_guard<std::mutex> lock(mutex_);
@@ -140,7 +181,7 @@ Result CudaBackend::signal_after(cudaStream_t s, device::Signal done) {
   if (done.empty()) return Result::Success;
   unsigned long long addr = 0;
   BRAID_TRY(counter_address(done.counter, &addr));
-  return check_driver(cuStreamWriteValue64(reinterpret_cast<CUstream>(s), addr, done.value, 0),
+  return check_driver(driver().stream_write_value64(reinterpret_cast<CUstream>(s), addr, done.value, 0),
                       "cuStreamWriteValue64");
 }
 
@@ -176,7 +217,7 @@ Result CudaBackend::wait(int queue, device::Signal until) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::find(waited_.begin(), waited_.end(), until.counter) == waited_.end()) waited_.push_back(until.counter);
   }
-  return check_driver(cuStreamWaitValue64(reinterpret_cast<CUstream>(s), addr, until.value, CU_STREAM_WAIT_VALUE_GEQ),
+  return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, until.value, CU_STREAM_WAIT_VALUE_GEQ),
                       "cuStreamWaitValue64");
 }
 

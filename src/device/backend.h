@@ -76,6 +76,8 @@ class Backend {
   // The pipeline slice this device works best with when BRAID_SLICE_BYTES is not set: small
   // for memcpy threads, large for DMA engines whose per-copy cost is microseconds.
   virtual size_t preferred_slice_bytes() const { return size_t{512} << 10; }
+  // Chunks per block when BRAID_CHUNKS is not set; 0 lets the cost model choose.
+  virtual int preferred_chunks() const { return 0; }
   // Host staging per NUMA node when BRAID_STAGING_BYTES is not set.
   virtual size_t preferred_staging_bytes() const { return size_t{64} << 20; }
 

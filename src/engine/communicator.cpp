@@ -36,6 +36,10 @@ std::string call_text(const CallRecord& c) {
   std::string root = (coll == Collective::Broadcast || coll == Collective::Reduce)
                          ? ", root " + std::to_string(c.root.load())
                          : std::string();
+  std::string range;
+  if (c.range_begin.load() != 0 || c.range_count.load() != c.count.load())
+    range = ", elements " + std::to_string(c.range_begin.load()) + "+" + std::to_string(c.range_count.load());
+  root += range;
   std::snprintf(text, sizeof(text), "%s(count %llu, %s%s%s)",
                 std::string(collective_name(coll)).c_str(),
                 static_cast<unsigned long long>(c.count.load()),
@@ -46,7 +50,8 @@ std::string call_text(const CallRecord& c) {
 bool same_call(const CallRecord& a, const CallRecord& b) {
   return a.seq.load() == b.seq.load() && a.collective.load() == b.collective.load() &&
          a.count.load() == b.count.load() && a.dtype.load() == b.dtype.load() &&
-         a.op.load() == b.op.load() && a.root.load() == b.root.load();
+         a.op.load() == b.op.load() && a.root.load() == b.root.load() &&
+         a.range_begin.load() == b.range_begin.load() && a.range_count.load() == b.range_count.load();
 }
 
 }  // namespace
@@ -383,6 +388,7 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
   if (it == cache_.end()) {
     plan::GenerateOptions options;
     BRAID_TRY(plan::apply_settings(&options));  // BRAID_CHUNKS, _REDUCE_PLACEMENT, _DETERMINISTIC
+    if (options.chunks == 0) options.chunks = backend_->preferred_chunks();
     options.root = root;
     options.bytes = bytes;
     options.dtype = type;
@@ -401,7 +407,7 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
 
 Result Communicator::collective(Collective c, const void* send, void* recv, size_t count,
                                 DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
-                                const dsl::Program* program) {
+                                const dsl::Program* program, Range range) {
   if (failed_ != Result::Success)
     return fail(failed_, "communicator is unusable after an earlier error: %s",
                 failed_text_.c_str());
@@ -414,7 +420,11 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   }
   BRAID_TRY(check_arguments(c, send, recv, count, static_cast<int>(type), static_cast<int>(op),
                             root, scalar));
-  if (count == 0) return Result::Success;
+  if (range.count == kWholeBlock) range = {0, count};
+  if (range.begin > count || range.count > count - range.begin)
+    return fail(Result::InvalidArgument, "%s: elements %zu+%zu lie outside blocks of %zu",
+                std::string(collective_name(c)).c_str(), range.begin, range.count, count);
+  if (count == 0 || range.count == 0) return Result::Success;
   if (!collective_reduces(c)) op = RedOp::Sum;
   const size_t esize = datatype_size(type);
   const auto* send_bytes = static_cast<const unsigned char*>(send);
@@ -467,6 +477,8 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   mine.op.store(static_cast<uint64_t>(op));
   mine.root.store(static_cast<uint64_t>(c == Collective::Broadcast || c == Collective::Reduce ? root : 0));
   mine.in_place.store(in_place ? 1 : 0);
+  mine.range_begin.store(range.begin);
+  mine.range_count.store(range.count);
   mine.seq.store(seq, std::memory_order_release);
   BRAID_TRY(barrier(c, ctx));
   std::vector<bool> in_place_flags(nranks_);
@@ -481,8 +493,9 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   }
 
   const size_t out_blocks = static_cast<size_t>(dsl::output_blocks(c, nranks_));
+  // The program is planned for what this call moves: the range of every block.
   const size_t message_bytes =
-      count * esize * (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll
+      range.count * esize * (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll
                            ? static_cast<size_t>(nranks_)
                            : size_t{1});
   (void)out_blocks;
@@ -500,10 +513,11 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
                 "cannot hold one element each",
                 std::string(collective_name(c)).c_str(), max_slots, staging_bytes_);
   const uint64_t piece_elements =
-      std::min<uint64_t>(count, slot_elements * static_cast<uint64_t>(schedule->chunks));
+      std::min<uint64_t>(range.count, slot_elements * static_cast<uint64_t>(schedule->chunks));
   BRAID_TRY(backend_->begin_collective());
-  for (uint64_t begin = 0; begin < count; begin += piece_elements) {
-    if (begin > 0) {
+  const uint64_t range_end = range.begin + range.count;
+  for (uint64_t begin = range.begin; begin < range_end; begin += piece_elements) {
+    if (begin > range.begin) {
       ctx.start = std::chrono::steady_clock::now();
       BRAID_TRY(barrier(c, ctx));  // no rank still reads the previous piece's slots
     }
@@ -514,7 +528,7 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
     args.op = run_op;
     args.scalar = run_scalar;
     args.divide_by = divide_by;
-    args.piece = {count, begin, std::min<uint64_t>(piece_elements, count - begin)};
+    args.piece = {count, begin, std::min<uint64_t>(piece_elements, range_end - begin)};
     args.seq = ++runs_;
     ctx.start = std::chrono::steady_clock::now();
     RunFailure failure;
@@ -557,6 +571,44 @@ Result Communicator::all_to_all(const void* send, void* recv, size_t count, Data
   return collective(Collective::AllToAll, send, recv, count, type, RedOp::Sum, 0, nullptr,
                     nullptr);
 }
+Result Communicator::collective_range(Collective c, const void* send, void* recv, size_t count,
+                                      DataType type, RedOp op, int root,
+                                      const reduce::OpScalar* scalar, Range range) {
+  return collective(c, send, recv, count, type, op, root, scalar, nullptr, range);
+}
+
+Result Communicator::exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all) {
+  if (failed_ != Result::Success)
+    return fail(failed_, "communicator is unusable after an earlier error: %s", failed_text_.c_str());
+  if (mine.size() > static_cast<size_t>(kExchangeSlots))
+    return fail(Result::InternalError, "exchange of %zu values (at most %d)", mine.size(), kExchangeSlots);
+  WaitContext ctx;
+  ctx.abort_word = &control_header(control_.data())->abort;
+  ctx.start = std::chrono::steady_clock::now();
+  ctx.timeout_s = settings().timeout;
+  ctx.peers = &peers_;
+  int dead_rank = -1;
+  ctx.dead_rank = &dead_rank;
+  RankRecord* records = rank_records(control_.data());
+  const uint64_t seq = ++exchanges_;
+  ExchangeRecord& record = records[rank_].exchanges[seq % 2];
+  for (size_t i = 0; i < mine.size(); ++i) record.values[i].store(mine[i], std::memory_order_relaxed);
+  record.seq.store(seq, std::memory_order_release);
+  // The barrier orders every rank's values before anyone reads; parity keeps a fast rank's next
+  // exchange from overwriting values a slow rank is still reading.
+  BRAID_TRY(barrier(Collective::AllGather, ctx));
+  all->assign(mine.size() * static_cast<size_t>(nranks_), 0);
+  for (int q = 0; q < nranks_; ++q) {
+    const ExchangeRecord& theirs = records[q].exchanges[seq % 2];
+    if (theirs.seq.load(std::memory_order_acquire) != seq)
+      return fail(Result::InvalidUsage, "exchange %llu: rank %d is at another exchange",
+                  static_cast<unsigned long long>(seq), q);
+    for (size_t i = 0; i < mine.size(); ++i)
+      (*all)[static_cast<size_t>(q) * mine.size() + i] = theirs.values[i].load(std::memory_order_relaxed);
+  }
+  return Result::Success;
+}
+
 Result Communicator::run_program(const dsl::Program& program, const void* send, void* recv,
                                  size_t count, DataType type, RedOp op,
                                  const reduce::OpScalar* scalar) {

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <limits>
+#include <span>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,6 +33,13 @@ struct CommId {
   std::string hex() const;  // 32 lower-case hex digits
 };
 
+// Elements [begin, begin + count) of every block: the share of a collective split across paths.
+struct BlockRange {
+  static constexpr size_t kWhole = std::numeric_limits<size_t>::max();
+  size_t begin = 0;
+  size_t count = kWhole;  // kWhole: the whole block
+};
+
 class Communicator {
  public:
   // Collective over all `nranks` ranks: each calls create with the same id. `backend` stays
@@ -43,6 +52,7 @@ class Communicator {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  const topo::Topology& topology() const { return topology_; }
 
   // NCCL conventions: counts are per rank (AllReduce, Broadcast, Reduce), the send count
   // (AllGather), the receive count (ReduceScatter), the count per peer (AllToAll). `scalar` is
@@ -56,6 +66,17 @@ class Communicator {
   Result reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
                 const reduce::OpScalar* scalar = nullptr);
   Result all_to_all(const void* send, void* recv, size_t count, DataType type);
+
+  using Range = BlockRange;
+  static constexpr size_t kWholeBlock = BlockRange::kWhole;
+  // The collective (arguments as above) over `range` of every block; the rest of the receive
+  // buffer is left as it was. Every rank passes the same range.
+  Result collective_range(Collective c, const void* send, void* recv, size_t count, DataType type,
+                          RedOp op, int root, const reduce::OpScalar* scalar, Range range);
+
+  // All ranks publish `mine` (at most 8 values, the same number on every rank) and get every
+  // rank's, rank-major, in `all`. A host-only meeting through the control segment.
+  Result exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all);
 
   // Runs a given program (must pass dsl::validate for the in-place mode the pointers imply);
   // for tests and tools. All ranks pass the same program.
@@ -73,7 +94,7 @@ class Communicator {
   Communicator() = default;
   Result collective(Collective c, const void* send, void* recv, size_t count, DataType type,
                     RedOp op, int root, const reduce::OpScalar* scalar,
-                    const dsl::Program* program);
+                    const dsl::Program* program, Range range = BlockRange{});
   Result check_arguments(Collective c, const void* send, void* recv, size_t count, int type,
                          int op, int root, const reduce::OpScalar* scalar);
   Result barrier(Collective c, const WaitContext& ctx);
@@ -95,6 +116,7 @@ class Communicator {
   uint64_t calls_ = 0;
   uint64_t barriers_ = 0;
   uint64_t runs_ = 0;
+  uint64_t exchanges_ = 0;
   size_t staging_bytes_ = 0;
   size_t slice_bytes_ = 0;
   Result failed_ = Result::Success;

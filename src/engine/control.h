@@ -20,6 +20,15 @@ struct CallRecord {
   std::atomic<uint64_t> op;
   std::atomic<uint64_t> root;
   std::atomic<uint64_t> in_place;  // this rank's buffers alias (NCCL's in-place rule)
+  std::atomic<uint64_t> range_begin;  // the elements of every block this call moves
+  std::atomic<uint64_t> range_count;
+};
+
+// Small host values every rank publishes and reads (Communicator::exchange), by call parity.
+inline constexpr int kExchangeSlots = 8;
+struct ExchangeRecord {
+  std::atomic<uint64_t> seq;
+  std::atomic<uint64_t> values[kExchangeSlots];
 };
 
 struct alignas(64) RankRecord {
@@ -27,6 +36,7 @@ struct alignas(64) RankRecord {
   std::atomic<uint64_t> barrier;       // the last barrier this rank arrived at (monotonic)
   CallRecord calls[2];                 // by call parity: a fast rank never overwrites a record
                                        // a slow rank is still comparing
+  ExchangeRecord exchanges[2];         // by exchange parity, for the same reason
   // The executor's own device-side signals (staging ring, end of run). They live here, in the
   // registered segment, because a GPU raises and waits on them with stream memory operations.
   alignas(64) std::atomic<uint64_t> device_staged;

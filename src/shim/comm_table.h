@@ -13,8 +13,7 @@ struct ncclComm;  // NCCL's opaque communicator; ncclComm_t is `ncclComm*`.
 
 namespace braid::shim {
 
-// braid's own PCIe path for a communicator. Empty until path splitting is built: the shim is a
-// pass-through for now, so no communicator has one yet.
+// braid's own PCIe path for a communicator (pcie_path.h).
 struct PciePath;
 
 struct CommState {

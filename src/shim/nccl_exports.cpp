@@ -1,13 +1,15 @@
-// The NCCL API as libbraid.so exports it. Every call goes to the real NCCL's `pnccl*` entry
-// point; braid only records what it will need once it splits collectives across paths: the
-// communicators (comm_table) and the calling thread's group (group_state). With BRAID_DISABLE=1
-// it records nothing and is a pure pass-through.
+// The NCCL API as libbraid.so exports it. Large AllReduce, AllGather, ReduceScatter, Broadcast
+// and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); every other call
+// goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
+// communicators (comm_table), the calling thread's group (group_state) and the PreMulSum
+// operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
 #include <cstring>
 
 #include "common/result.h"
 #include "common/settings.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
+#include "shim/pcie_path.h"
 #include "shim/real_nccl.h"
 
 #define BRAID_EXPORT [[gnu::visibility("default")]]
@@ -84,18 +86,39 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks) {
   state.rank = rank;
   state.nranks = nranks;
   if (result == ncclSuccess) state = query_state(comm, state);
+  state.pcie_path = std::make_shared<braid::shim::PciePath>();
   braid::shim::comm_table().insert(comm, state);
 }
 
-void forget(ncclComm_t comm) {
+void forget(ncclComm_t comm, bool abort) {
+  if (!braid_enabled() || comm == nullptr) return;
+  if (abort) braid::shim::abort_pcie_path(comm);
   // Before NCCL frees it: once freed, another thread's init may get the same address.
-  if (braid_enabled() && comm != nullptr) braid::shim::comm_table().erase(comm);
+  braid::shim::comm_table().erase(comm);
 }
 
 ncclResult_t count_operation(ncclResult_t result, bool collective) {
   if (braid_enabled() && accepted(result)) braid::shim::this_thread_group().on_operation(collective);
   return result;
 }
+
+// A collective braid may split: split it, or hand it to NCCL alone through `to_nccl`.
+template <typename ToNccl>
+ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall& call, cudaStream_t stream,
+                              ToNccl to_nccl) {
+  ncclResult_t result = ncclSuccess;
+  if (braid_enabled() && real_nccl().found && braid::shim::try_split(comm, call, stream, &result)) {
+    t_braid_error_latest = result != ncclSuccess;
+    return result;
+  }
+  return count_operation(to_nccl(), true);
+}
+
+braid::multipath::SplitCall split_call(braid::Collective c, const void* send, void* recv, size_t count,
+                                       ncclDataType_t type, ncclRedOp_t op, int root) {
+  return {c, send, recv, count, type, op, root};
+}
+
 
 }  // namespace
 
@@ -208,12 +231,12 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
 BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return BRAID_FORWARD(ncclCommFinalize, comm); }
 
 BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  forget(comm);
+  forget(comm, false);
   return BRAID_FORWARD(ncclCommDestroy, comm);
 }
 
 BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  forget(comm);
+  forget(comm, true);
   return BRAID_FORWARD(ncclCommAbort, comm);
 }
 
@@ -250,50 +273,70 @@ BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                    ncclScalarResidence_t residence, ncclComm_t comm) {
-  return BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+  const ncclResult_t result = BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+  if (braid_enabled() && result == ncclSuccess && op != nullptr && scalar != nullptr &&
+      braid::datatype_valid(static_cast<int>(datatype))) {
+    // braid remakes the operator on its side when it first splits a call that uses it.
+    braid::multipath::PreMulSumSpec spec;
+    spec.type = datatype;
+    spec.residence = residence;
+    if (residence == ncclScalarHostImmediate)
+      std::memcpy(spec.host_value, scalar, braid::datatype_size(static_cast<braid::DataType>(datatype)));
+    else
+      spec.device_pointer = scalar;
+    braid::shim::remember_premulsum(comm, *op, spec);
+  }
+  return result;
 }
 
 BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (braid_enabled()) braid::shim::forget_premulsum(comm, op);
   return BRAID_FORWARD(ncclRedOpDestroy, op, comm);
 }
 
-// ---- collectives and point-to-point: all go to NCCL alone for now ----
+// ---- collectives: the five braid splits, then those that go to NCCL alone ----
+
+using braid::Collective;
 
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream),
-                         true);
+  return split_or_forward(comm, split_call(Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root), stream,
+                          [&] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream), true);
+  return split_or_forward(comm, split_call(Collective::Broadcast, buff, buff, count, datatype, ncclSum, root), stream,
+                          [&] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream),
-                         true);
+  return split_or_forward(
+      comm, split_call(Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root), stream,
+      [&] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream),
-                         true);
+  return split_or_forward(comm, split_call(Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0), stream,
+                          [&] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
-  return count_operation(
-      BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream), true);
+  return split_or_forward(
+      comm, split_call(Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0), stream,
+      [&] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream),
-                         true);
+  return split_or_forward(
+      comm, split_call(Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0), stream,
+      [&] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -83,17 +83,44 @@ inline uint64_t fnv1a(const unsigned char* p, size_t n) {
   return h;
 }
 
+// The entry points a runner drives: braid's C API, or NCCL's (through the drop-in, whose
+// multipath split must give the same answers). The signatures are the same but for the comm.
+template <typename CommT>
+struct CollectiveApi {
+  ncclResult_t (*all_reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, CommT, cudaStream_t);
+  ncclResult_t (*all_gather)(const void*, void*, size_t, ncclDataType_t, CommT, cudaStream_t);
+  ncclResult_t (*reduce_scatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, CommT, cudaStream_t);
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, CommT, cudaStream_t);
+  ncclResult_t (*reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, CommT, cudaStream_t);
+  ncclResult_t (*all_to_all)(const void*, void*, size_t, ncclDataType_t, CommT, cudaStream_t);
+  ncclResult_t (*premulsum_create)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, CommT);
+  ncclResult_t (*premulsum_destroy)(ncclRedOp_t, CommT);
+  const char* (*error_string)(ncclResult_t);
+  const char* (*last_error)(CommT);
+};
+
+inline CollectiveApi<braidComm_t> braid_collectives() {
+  return {braidAllReduce, braidAllGather, braidReduceScatter, braidBroadcast, braidReduce, braidAllToAll,
+          braidRedOpCreatePreMulSum, braidRedOpDestroy, braidGetErrorString, braidGetLastError};
+}
+
+inline CollectiveApi<ncclComm_t> nccl_collectives() {
+  return {ncclAllReduce, ncclAllGather, ncclReduceScatter, ncclBroadcast, ncclReduce, ncclAlltoAll,
+          ncclRedOpCreatePreMulSum, ncclRedOpDestroy, ncclGetErrorString, ncclGetLastError};
+}
+
 // One rank's communicator, stream and reusable buffers.
-class RankRunner {
+template <typename CommT>
+class BasicRankRunner {
  public:
-  RankRunner(braidComm_t comm, int rank, int ranks, size_t max_elements_per_block)
-      : comm_(comm), rank_(rank), ranks_(ranks) {
+  BasicRankRunner(CommT comm, int rank, int ranks, size_t max_elements_per_block, CollectiveApi<CommT> api)
+      : api_(api), comm_(comm), rank_(rank), ranks_(ranks) {
     capacity_ = max_elements_per_block * 8 * static_cast<size_t>(ranks) + 64;
     ok_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
           cudaMalloc(&send_, capacity_) == cudaSuccess && cudaMalloc(&recv_, capacity_) == cudaSuccess;
   }
-  ~RankRunner() {
-    for (auto& [type, op] : premul_) braidRedOpDestroy(op, comm_);
+  ~BasicRankRunner() {
+    for (auto& [type, op] : premul_) api_.premulsum_destroy(op, comm_);
     cudaFree(send_);
     cudaFree(recv_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -145,15 +172,15 @@ class RankRunner {
     const ncclDataType_t t = static_cast<ncclDataType_t>(k.type);
     ncclResult_t r = ncclSuccess;
     switch (k.collective) {
-      case Collective::AllReduce: r = braidAllReduce(send, recv, n, t, op, comm_, stream_); break;
-      case Collective::AllGather: r = braidAllGather(send, recv, n, t, comm_, stream_); break;
-      case Collective::ReduceScatter: r = braidReduceScatter(send, recv, n, t, op, comm_, stream_); break;
-      case Collective::Broadcast: r = braidBroadcast(send, recv, n, t, k.root, comm_, stream_); break;
-      case Collective::Reduce: r = braidReduce(send, recv, n, t, op, k.root, comm_, stream_); break;
-      case Collective::AllToAll: r = braidAllToAll(send, recv, n, t, comm_, stream_); break;
+      case Collective::AllReduce: r = api_.all_reduce(send, recv, n, t, op, comm_, stream_); break;
+      case Collective::AllGather: r = api_.all_gather(send, recv, n, t, comm_, stream_); break;
+      case Collective::ReduceScatter: r = api_.reduce_scatter(send, recv, n, t, op, comm_, stream_); break;
+      case Collective::Broadcast: r = api_.broadcast(send, recv, n, t, k.root, comm_, stream_); break;
+      case Collective::Reduce: r = api_.reduce(send, recv, n, t, op, k.root, comm_, stream_); break;
+      case Collective::AllToAll: r = api_.all_to_all(send, recv, n, t, comm_, stream_); break;
     }
     if (r != ncclSuccess)
-      return k.text() + ": " + braidGetErrorString(r) + ": " + braidGetLastError(comm_);
+      return k.text() + ": " + api_.error_string(r) + ": " + api_.last_error(comm_);
     if (!has_output || out_elems == 0) return cudaStreamSynchronize(stream_) == cudaSuccess ? "" : "sync failed";
     std::vector<unsigned char> got(out_elems * es);
     // Ordered after the collective by the stream alone.
@@ -175,9 +202,9 @@ class RankRunner {
         std::memcpy(scalar, &v, datatype_size(type));
       }
       ncclRedOp_t made;
-      const ncclResult_t r = braidRedOpCreatePreMulSum(&made, scalar, static_cast<ncclDataType_t>(type),
-                                                       ncclScalarHostImmediate, comm_);
-      if (r != ncclSuccess) return std::string("braidRedOpCreatePreMulSum: ") + braidGetLastError(comm_);
+      const ncclResult_t r = api_.premulsum_create(&made, scalar, static_cast<ncclDataType_t>(type),
+                                                   ncclScalarHostImmediate, comm_);
+      if (r != ncclSuccess) return std::string("RedOpCreatePreMulSum: ") + api_.last_error(comm_);
       it = premul_.emplace(static_cast<int>(type), made).first;
     }
     *op = it->second;
@@ -232,7 +259,8 @@ class RankRunner {
     return "";
   }
 
-  braidComm_t comm_;
+  CollectiveApi<CommT> api_;
+  CommT comm_;
   int rank_, ranks_;
   size_t capacity_ = 0;
   bool ok_ = false;
@@ -242,5 +270,7 @@ class RankRunner {
   std::vector<unsigned char> host_;
   std::map<int, ncclRedOp_t> premul_;
 };
+
+using RankRunner = BasicRankRunner<braidComm_t>;
 
 }  // namespace braid::apitest

@@ -20,7 +20,9 @@
 #include "common/types.h"
 #include "interference.h"
 #include "measure.h"
+#include "noise.h"
 #include "paths.h"
+#include "phases.h"
 #include "rank_threads.h"
 #include "shape.h"
 
@@ -45,6 +47,9 @@ struct Options {
   std::string paths = "braid,nccl";
   bool ceiling = false;
   bool interference = false;
+  bool multipath = false;
+  std::string phases;
+  std::string noise_bytes = "256M";
 };
 
 
@@ -85,19 +90,22 @@ nlohmann::json row_json(const CaseSpec& spec, const char* path, const PathResult
           {"wrong", r.wrong}};
 }
 
-void print_header(const Paths& paths, bool in_place) {
+void print_header(const Paths& paths, bool in_place, bool multipath) {
   std::printf("#\n# %s\n", in_place ? "in-place" : "out-of-place");
   std::printf("# %10s  %12s  %8s  %9s  %5s", "", "", "", "", "");
-  if (paths.braid) std::printf("  %-35s", "  ------------ braid ------------");
+  if (paths.braid)
+    std::printf("  %-35s", multipath ? "  ------- braid (NCCL+PCIe) -------" : "  ---------- braid (PCIe) ---------");
   if (paths.nccl) std::printf("  %-35s", "  ------------ nccl -------------");
   std::printf("\n# %10s  %12s  %8s  %9s  %5s", "size", "count", "type", "redop", "root");
   for (int i = 0; i < (paths.braid ? 1 : 0) + (paths.nccl ? 1 : 0); ++i)
     std::printf("  %9s  %7s  %7s  %6s", "time", "algbw", "busbw", "#wrong");
   if (paths.braid && paths.nccl) std::printf("  %10s", "braid/nccl");
+  if (paths.braid && multipath) std::printf("  %10s", "pcie share");
   std::printf("\n# %10s  %12s  %8s  %9s  %5s", "(B)", "(elements)", "", "", "");
   for (int i = 0; i < (paths.braid ? 1 : 0) + (paths.nccl ? 1 : 0); ++i)
     std::printf("  %9s  %7s  %7s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
   if (paths.braid && paths.nccl) std::printf("  %10s", "(algbw)");
+  if (paths.braid && multipath) std::printf("  %10s", "(last)");
   std::printf("\n");
 }
 
@@ -125,6 +133,15 @@ int run(int argc, char** argv) {
   app.add_flag("-I,--in-place", o.in_place, "In-place operation (nccl-tests' layout) instead of out-of-place");
   app.add_option("--paths", o.paths, "Which to run: braid, nccl or braid,nccl")->capture_default_str();
   app.add_flag("--ceiling", o.ceiling, "Also measure the PCIe ceiling (all GPUs D2H and H2D at once)");
+  app.add_flag("--multipath", o.multipath,
+               "The braid column runs as the drop-in does: each collective split across NCCL and "
+               "braid's PCIe path by the balancer (BRAID_BALANCER); small ones go to NCCL alone");
+  app.add_option("--phases", o.phases,
+                 "With --multipath: call the -b size over phases of background PCIe traffic, e.g. "
+                 "off:30,on:30,off:30; once with the balancer, once with a static split tuned in the "
+                 "first quiet phase");
+  app.add_option("--noise-bytes", o.noise_bytes, "Bytes per background D2H and H2D burst (--phases)")
+      ->capture_default_str();
   app.add_flag("--interference", o.interference,
                "Measure NCCL all_reduce alone and while braid's all_reduce runs concurrently");
   CLI11_PARSE(app, argc, argv);
@@ -208,7 +225,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<NcclPath> nccl;
   std::unique_ptr<BraidPath> braid;
   if (paths->nccl || o.interference) nccl = std::make_unique<NcclPath>(devices);
-  if (paths->braid) braid = std::make_unique<BraidPath>(threads);
+  if (paths->braid) braid = std::make_unique<BraidPath>(threads, devices, o.multipath);
   DeviceBuffers buffers(threads, *max_bytes, /*with_host=*/o.check != 0);
   Measure measure(threads, buffers, o.warmup, o.iters, o.check != 0);
 
@@ -220,7 +237,62 @@ int run(int argc, char** argv) {
   }
 
   bool any_wrong = false;
-  if (o.interference) {
+  if (!o.phases.empty()) {
+    const auto phases = parse_phases(o.phases);
+    if (!phases) die("--phases takes on:N,off:N,... (got '%s')", o.phases.c_str());
+    if (!o.multipath || !braid) die("--phases needs --multipath and the braid path");
+    const auto noise_bytes = parse_byte_size(o.noise_bytes);
+    if (!noise_bytes || *noise_bytes == 0) die("bad --noise-bytes %s", o.noise_bytes.c_str());
+    CaseSpec spec;
+    spec.collective = collective;
+    spec.type = types.front();
+    spec.op = ops.front();
+    spec.root = o.root;
+    spec.in_place = o.in_place;
+    spec.shape = shape_of(collective, *min_bytes, spec.type, ngpus);
+    PcieNoise noise(devices, *noise_bytes);
+    // Warm up (and let the balancer converge) without noise first.
+    for (int i = 0; i < o.warmup; ++i) run_phases(threads, *braid, measure, spec, {{false, 1}}, noise);
+    const auto adaptive = run_phases(threads, *braid, measure, spec, *phases, noise);
+    // The best static split without interference: the balancer's own share, settled in the
+    // last half of the first quiet phase.
+    std::vector<double> quiet;
+    for (size_t i = 0; i < adaptive.size(); ++i)
+      if (!adaptive[i].noise && adaptive[i].phase == 0 && adaptive[i].pcie_share >= 0) quiet.push_back(adaptive[i].pcie_share);
+    std::sort(quiet.begin(), quiet.end());
+    const double static_share = quiet.empty() ? 0.0 : quiet[quiet.size() / 2];
+    braid->use_static_share(static_share);
+    for (int i = 0; i < o.warmup; ++i) run_phases(threads, *braid, measure, spec, {{false, 1}}, noise);
+    const auto fixed = run_phases(threads, *braid, measure, spec, *phases, noise);
+    std::printf("#\n# balancer under PCIe interference: %s %zu B, noise %zu B bursts D2H+H2D on every GPU\n",
+                bench_name(collective).c_str(), spec.shape.row_bytes, *noise_bytes);
+    std::printf("# static split tuned in the first quiet phase: pcie share %.4f\n", static_share);
+    std::printf("# %5s  %5s  %5s  %14s  %12s  %14s\n", "call", "phase", "noise", "adaptive (us)", "pcie share",
+                "static (us)");
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < adaptive.size(); ++i) {
+      std::printf("  %5zu  %5d  %5s  %14.1f  %12.4f  %14.1f\n", i, adaptive[i].phase, adaptive[i].noise ? "on" : "off",
+                  adaptive[i].time_us, adaptive[i].pcie_share, i < fixed.size() ? fixed[i].time_us : 0.0);
+      rows.push_back({{"call", i}, {"phase", adaptive[i].phase}, {"noise", adaptive[i].noise},
+                      {"adaptive_us", adaptive[i].time_us}, {"adaptive_pcie_share", adaptive[i].pcie_share},
+                      {"static_us", i < fixed.size() ? fixed[i].time_us : 0.0}});
+    }
+    std::printf("# %5s  %5s  %18s  %16s  %22s  %20s\n", "phase", "noise", "adaptive steady us", "static steady us",
+                "adaptive/static thrpt", "adaptive converge");
+    nlohmann::json summary = nlohmann::json::array();
+    for (size_t p = 0; p < phases->size(); ++p) {
+      const double a = steady_time_us(adaptive, static_cast<int>(p)), f = steady_time_us(fixed, static_cast<int>(p));
+      const int converge = calls_to_converge(adaptive, static_cast<int>(p), 0.15);
+      std::printf("  %5zu  %5s  %18.1f  %16.1f  %22.2f  %14d calls\n", p, (*phases)[p].noise ? "on" : "off", a, f,
+                  a > 0 ? f / a : 0.0, converge);
+      summary.push_back({{"phase", p}, {"noise", (*phases)[p].noise}, {"adaptive_steady_us", a},
+                         {"static_steady_us", f}, {"adaptive_over_static_throughput", a > 0 ? f / a : 0.0},
+                         {"adaptive_calls_to_converge", converge}});
+    }
+    std::printf("# noise bursts completed: %ld\n", noise.bursts());
+    doc["phases"] = {{"static_share", static_share}, {"noise_bytes", *noise_bytes}, {"calls", rows},
+                     {"summary", summary}, {"size", spec.shape.row_bytes}};
+  } else if (o.interference) {
     DeviceBuffers braid_buffers(threads, *max_bytes, false);
     Measure braid_layout(threads, braid_buffers, o.warmup, o.iters, false);
     std::printf("#\n# interference: NCCL all_reduce alone vs with braid's all_reduce running concurrently\n");
@@ -252,7 +324,7 @@ int run(int argc, char** argv) {
       }
     }
   } else {
-    print_header(*paths, o.in_place);
+    print_header(*paths, o.in_place, o.multipath);
     double braid_busbw_sum = 0, nccl_busbw_sum = 0;
     int rows = 0;
     for (DataType type : types) {
@@ -272,11 +344,23 @@ int run(int argc, char** argv) {
                       reduces ? std::string(redop_name(op)).c_str() : "none", rooted ? o.root : -1);
           std::fflush(stdout);
           PathResult b, n;
+          std::vector<multipath::SplitRecord> splits;
           if (paths->braid) {
             b = measure.run_braid(*braid, spec);
+            splits = braid->take_splits();
             print_result(b);
             std::fflush(stdout);
-            doc["rows"].push_back(row_json(spec, "braid", b));
+            nlohmann::json row = row_json(spec, o.multipath ? "braid_multipath" : "braid", b);
+            if (o.multipath) {
+              // The split of every settled call of this row (rank 0's view; all ranks agree).
+              nlohmann::json trace = nlohmann::json::array();
+              for (const auto& r : splits)
+                trace.push_back({{"call", r.call}, {"nccl_elements", r.nccl_elements},
+                                 {"pcie_elements", r.pcie_elements}, {"nccl_ms", r.nccl_seconds * 1e3},
+                                 {"pcie_ms", r.pcie_seconds * 1e3}, {"next_pcie_share", r.next_pcie_share}});
+              row["splits"] = trace;
+            }
+            doc["rows"].push_back(row);
             braid_busbw_sum += b.busbw;
             any_wrong |= b.wrong > 0;
           }
@@ -288,6 +372,10 @@ int run(int argc, char** argv) {
             any_wrong |= n.wrong > 0;
           }
           if (paths->braid && paths->nccl) std::printf("  %10.2f", n.algbw > 0 ? b.algbw / n.algbw : 0.0);
+          if (paths->braid && o.multipath)
+            std::printf("  %10.4f", splits.empty() ? 0.0
+                                                   : static_cast<double>(splits.back().pcie_elements) /
+                                                         static_cast<double>(std::max<size_t>(1, spec.shape.param_count)));
           std::printf("\n");
           std::fflush(stdout);
           ++rows;

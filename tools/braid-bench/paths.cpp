@@ -1,5 +1,7 @@
 #include "paths.h"
 
+#include <cstring>
+
 #include "check.h"
 #include "pattern.h"
 
@@ -9,10 +11,41 @@ namespace {
 
 ncclDataType_t nccl_type(DataType t) { return static_cast<ncclDataType_t>(t); }
 
+multipath::NcclEntryPoints linked_nccl() {
+  multipath::NcclEntryPoints e;
+  e.bootstrap.comm_count = ncclCommCount;
+  e.bootstrap.comm_user_rank = ncclCommUserRank;
+  e.bootstrap.comm_cu_device = ncclCommCuDevice;
+  e.bootstrap.broadcast = ncclBroadcast;
+  e.bootstrap.get_error_string = ncclGetErrorString;
+  e.all_reduce = ncclAllReduce;
+  e.reduce = ncclReduce;
+  e.all_gather = ncclAllGather;
+  e.reduce_scatter = ncclReduceScatter;
+  e.send = ncclSend;
+  e.recv = ncclRecv;
+  e.group_start = ncclGroupStart;
+  e.group_end = ncclGroupEnd;
+  return e;
+}
+
 }  // namespace
 
-BraidPath::BraidPath(RankThreads& threads)
+BraidPath::BraidPath(RankThreads& threads, const std::vector<int>& devices, bool multipath)
     : threads_(threads), comms_(threads.size()), streams_(threads.size()) {
+  if (multipath) {
+    nccl_comms_.resize(devices.size());
+    orchestrators_.resize(devices.size());
+    BENCH_NCCL(ncclCommInitAll(nccl_comms_.data(), static_cast<int>(devices.size()), devices.data()));
+    threads.run_all([&](int rank) {
+      BENCH_CUDA(cudaStreamCreateWithFlags(&streams_[rank], cudaStreamNonBlocking));
+      BENCH_BRAID(static_cast<ncclResult_t>(
+                      multipath::Orchestrator::create(nccl_comms_[rank], linked_nccl(), &orchestrators_[rank])),
+                  nullptr);
+      orchestrators_[rank]->keep_history(rank == 0);
+    });
+    return;
+  }
   braidUniqueId id;
   BENCH_BRAID(braidGetUniqueId(&id), nullptr);
   const int nranks = threads.size();
@@ -23,6 +56,17 @@ BraidPath::BraidPath(RankThreads& threads)
 }
 
 BraidPath::~BraidPath() {
+  if (multipath()) {
+    for (auto& [type, ops] : premulsum_)
+      for (int r = 0; r < threads_.size(); ++r) ncclRedOpDestroy(ops[r], nccl_comms_[r]);
+    threads_.run_all([&](int rank) {
+      cudaStreamSynchronize(streams_[rank]);
+      orchestrators_[rank].reset();
+      cudaStreamDestroy(streams_[rank]);
+    });
+    for (ncclComm_t c : nccl_comms_) ncclCommDestroy(c);
+    return;
+  }
   for (auto& [type, ops] : premulsum_)
     for (int r = 0; r < threads_.size(); ++r) braidRedOpDestroy(ops[r], comms_[r]);
   threads_.run_all([&](int rank) {
@@ -36,10 +80,59 @@ void BraidPath::prepare(DataType type) {
   unsigned char scalar[8] = {};
   encode_value(type, kPreMulSumScalar, scalar);
   std::vector<ncclRedOp_t> ops(comms_.size());
-  for (size_t r = 0; r < comms_.size(); ++r)
+  for (size_t r = 0; r < comms_.size(); ++r) {
+    if (multipath()) {
+      // As the drop-in does: NCCL makes the operator, the orchestrator learns its scalar.
+      BENCH_NCCL(ncclRedOpCreatePreMulSum(&ops[r], scalar, nccl_type(type), ncclScalarHostImmediate, nccl_comms_[r]));
+      multipath::PreMulSumSpec spec;
+      spec.type = nccl_type(type);
+      spec.residence = ncclScalarHostImmediate;
+      std::memcpy(spec.host_value, scalar, sizeof spec.host_value);
+      orchestrators_[r]->add_premulsum(ops[r], spec);
+      continue;
+    }
     BENCH_BRAID(braidRedOpCreatePreMulSum(&ops[r], scalar, nccl_type(type), ncclScalarHostImmediate, comms_[r]),
                 comms_[r]);
+  }
   premulsum_[static_cast<int>(type)] = ops;
+}
+
+void BraidPath::use_static_share(double share) {
+  for (auto& o : orchestrators_) {
+    std::unique_ptr<balance::Balancer> b;
+    if (balance::make_balancer("static", 2, share, &b) != Result::Success) die("static balancer: %s", last_error());
+    o->use_balancer(std::move(b));
+  }
+}
+
+std::vector<multipath::SplitRecord> BraidPath::take_splits() {
+  if (!multipath()) return {};
+  const auto& all = orchestrators_[0]->history();
+  std::vector<multipath::SplitRecord> fresh(all.begin() + static_cast<long>(std::min(splits_taken_, all.size())), all.end());
+  splits_taken_ = all.size();
+  return fresh;
+}
+
+// What the drop-in does with the call: split it when the orchestrator wants it, else NCCL alone.
+void BraidPath::issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv) {
+  multipath::SplitCall call{spec.collective, send, recv, spec.shape.param_count, nccl_type(spec.type),
+                            op_for(rank, spec), spec.root};
+  ncclComm_t comm = nccl_comms_[rank];
+  cudaStream_t s = streams_[rank];
+  if (orchestrators_[rank]->wants(call)) {
+    BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, s)), nullptr);
+    return;
+  }
+  const size_t n = call.count;
+  const ncclDataType_t t = call.type;
+  switch (spec.collective) {
+    case Collective::AllReduce: BENCH_NCCL(ncclAllReduce(send, recv, n, t, call.op, comm, s)); break;
+    case Collective::AllGather: BENCH_NCCL(ncclAllGather(send, recv, n, t, comm, s)); break;
+    case Collective::ReduceScatter: BENCH_NCCL(ncclReduceScatter(send, recv, n, t, call.op, comm, s)); break;
+    case Collective::Broadcast: BENCH_NCCL(ncclBroadcast(send, recv, n, t, spec.root, comm, s)); break;
+    case Collective::Reduce: BENCH_NCCL(ncclReduce(send, recv, n, t, call.op, spec.root, comm, s)); break;
+    case Collective::AllToAll: BENCH_NCCL(ncclAlltoAll(send, recv, n, t, comm, s)); break;
+  }
 }
 
 ncclRedOp_t BraidPath::op_for(int rank, const CaseSpec& spec) const {
@@ -48,6 +141,7 @@ ncclRedOp_t BraidPath::op_for(int rank, const CaseSpec& spec) const {
 }
 
 void BraidPath::issue(int rank, const CaseSpec& spec, const void* send, void* recv) {
+  if (multipath()) return issue_multipath(rank, spec, send, recv);
   braidComm_t comm = comms_[rank];
   cudaStream_t s = streams_[rank];
   const size_t n = spec.shape.param_count;

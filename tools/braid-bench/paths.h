@@ -1,6 +1,8 @@
-// The two implementations braid-bench compares on the same buffers: braid's C API (one
-// communicator per GPU, ranks as threads) and NCCL (ncclCommInitAll, one thread issuing every
-// GPU's call inside ncclGroupStart/End). Both run on their own stream per GPU.
+// The implementations braid-bench compares on the same buffers: braid (one communicator per GPU,
+// ranks as threads) as its PCIe path alone (the C API) or as the drop-in runs it, every large
+// collective split across NCCL and the PCIe path (--multipath: the orchestrator over its own NCCL
+// communicators); and NCCL alone (ncclCommInitAll, one thread issuing every GPU's call inside
+// ncclGroupStart/End). Each runs on its own stream per GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +13,7 @@
 
 #include "braid/braid.h"
 #include "common/types.h"
+#include "multipath/orchestrator.h"
 #include "rank_threads.h"
 #include "shape.h"
 
@@ -28,8 +31,9 @@ struct CaseSpec {
 
 class BraidPath {
  public:
-  // Creates one communicator per rank thread (collectively).
-  explicit BraidPath(RankThreads& threads);
+  // Creates one communicator per rank thread (collectively); with `multipath`, NCCL
+  // communicators and an orchestrator over each.
+  BraidPath(RankThreads& threads, const std::vector<int>& devices, bool multipath);
   ~BraidPath();
   BraidPath(const BraidPath&) = delete;
   BraidPath& operator=(const BraidPath&) = delete;
@@ -39,12 +43,21 @@ class BraidPath {
   // Rank `rank`'s call (from its thread); returns when braid's host part is done.
   void issue(int rank, const CaseSpec& spec, const void* send, void* recv);
   cudaStream_t stream(int rank) const { return streams_[rank]; }
+  bool multipath() const { return !orchestrators_.empty(); }
+  // Every orchestrator switches to a static split with this PCIe share (multipath only).
+  void use_static_share(double share);
+  // Rank 0's settled splits since the last call (multipath only).
+  std::vector<multipath::SplitRecord> take_splits();
 
  private:
   ncclRedOp_t op_for(int rank, const CaseSpec& spec) const;
+  void issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv);
 
   RankThreads& threads_;
   std::vector<braidComm_t> comms_;
+  std::vector<ncclComm_t> nccl_comms_;
+  std::vector<std::unique_ptr<multipath::Orchestrator>> orchestrators_;
+  size_t splits_taken_ = 0;
   std::vector<cudaStream_t> streams_;
   std::map<int, std::vector<ncclRedOp_t>> premulsum_;  // per data type, per rank
 };

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Issue 5 on the GPU machine: braid as the drop-in runs it (every large collective split across
+# NCCL on NVLink and braid's PCIe path by the balancer) against NCCL alone, same run; the PCIe
+# path alone for the physical-limit line; the balancer under PCIe interference. Logs and JSON
+# (with every split) to $OUT. Usage: bash bench/gpu_multipath.sh [quick|all]
+set -u
+source "$(dirname "$0")/gpu_env.sh"
+what=${1:-all}
+B=$G/braid-bench
+if [ "$what" = quick ]; then
+  timeout 120 $B --multipath -C all_reduce -b 1M -e 1G -f 4 -n 10 -w 20 -J $OUT/mp_quick.json 2>&1 | tail -14
+  exit 0
+fi
+{
+  echo "## all_reduce, 1 KB - 1 GiB: multipath vs NCCL alone"
+  timeout 200 $B --multipath -C all_reduce -b 1K -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce.json
+  for c in all_gather reduce_scatter; do
+    echo "## $c: multipath vs NCCL alone"
+    timeout 150 $B --multipath -C $c -b 1K -e 1G -f 8 -n 20 -w 30 -J $OUT/mp_$c.json
+  done
+  echo "## the physical limit: braid's PCIe path alone at 256 MB and 1 GiB (NCCL alone is above)"
+  timeout 100 $B --paths braid -C all_reduce -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allreduce.json
+  timeout 100 $B --paths braid -C all_gather -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allgather.json
+  timeout 100 $B --paths braid -C reduce_scatter -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_reducescatter.json
+  echo "## balancer under PCIe interference: hylink vs a static split tuned without it"
+  timeout 150 $B --multipath --paths braid -C all_reduce -b 256M -e 256M -w 30 --phases off:30,on:30,off:30 \
+    --noise-bytes 256M -J $OUT/mp_phases.json
+} > $OUT/multipath.log 2>&1
+grep -vE "^#  Rank|Using devices" $OUT/multipath.log | cut -c1-230 | tail -90

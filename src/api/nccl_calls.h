@@ -1,0 +1,24 @@
+// The NCCL entry points braid's bootstrap through NCCL needs, as a table: the C API fills it from
+// the NCCL it links (nccl_linked/), the drop-in libbraid.so from the real NCCL it forwards to, so
+// the api layer itself links no NCCL (two libnccl copies in one process would not share state).
+#pragma once
+
+#include <nccl.h>
+
+#include "api/comm.h"
+
+namespace braid::api {
+
+struct NcclCalls {
+  ncclResult_t (*comm_count)(const ncclComm_t, int*) = nullptr;
+  ncclResult_t (*comm_user_rank)(const ncclComm_t, int*) = nullptr;
+  ncclResult_t (*comm_cu_device)(const ncclComm_t, int*) = nullptr;
+  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
+                            cudaStream_t) = nullptr;
+  const char* (*get_error_string)(ncclResult_t) = nullptr;
+};
+
+// braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
+Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
+
+}  // namespace braid::api

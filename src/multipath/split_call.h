@@ -1,0 +1,33 @@
+// One NCCL collective as the application called it, before it is split across paths.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+
+#include "common/types.h"
+
+namespace braid::multipath {
+
+struct SplitCall {
+  Collective collective = Collective::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // NCCL's: per rank, the send count (AllGather), the receive count (ReduceScatter)
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  int root = 0;
+};
+
+// The collectives the orchestrator splits (AllToAll, Gather, Scatter and send/recv go to NCCL).
+inline bool splittable(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter ||
+         c == Collective::Broadcast || c == Collective::Reduce;
+}
+
+// The collective's size as nccl-tests counts it: the whole gathered/scattered buffer for
+// AllGather, ReduceScatter and AllToAll, the per-rank buffer otherwise.
+size_t message_bytes(const SplitCall& call, int nranks);
+
+}  // namespace braid::multipath

@@ -1,0 +1,119 @@
+#include "shim/pcie_path.h"
+
+#include <cuda_runtime.h>
+
+#include "common/log.h"
+#include "common/result.h"
+#include "common/settings.h"
+#include "shim/comm_table.h"
+#include "shim/group_state.h"
+#include "shim/real_nccl.h"
+
+namespace braid::shim {
+
+namespace {
+
+multipath::NcclEntryPoints entry_points(const RealNccl& real) {
+  multipath::NcclEntryPoints e;
+  e.bootstrap.comm_count = real.ncclCommCount;
+  e.bootstrap.comm_user_rank = real.ncclCommUserRank;
+  e.bootstrap.comm_cu_device = real.ncclCommCuDevice;
+  e.bootstrap.broadcast = real.ncclBroadcast;
+  e.bootstrap.get_error_string = real.ncclGetErrorString;
+  e.all_reduce = real.ncclAllReduce;
+  e.reduce = real.ncclReduce;
+  e.all_gather = real.ncclAllGather;
+  e.reduce_scatter = real.ncclReduceScatter;
+  e.send = real.ncclSend;
+  e.recv = real.ncclRecv;
+  e.group_start = real.ncclGroupStart;
+  e.group_end = real.ncclGroupEnd;
+  return e;
+}
+
+// Every rank learns whether every rank made its PCIe path (a rank that splits while another does
+// not would hang NCCL): the minimum of the ranks' flags, through NCCL on a private stream.
+bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
+  int previous = 0;
+  cudaGetDevice(&previous);
+  cudaSetDevice(device);
+  int flag = mine ? 1 : 0;
+  int* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  bool ok = cudaMalloc(&buffer, sizeof flag) == cudaSuccess &&
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+            cudaMemcpyAsync(buffer, &flag, sizeof flag, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
+            real.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMin, comm, stream) == ncclSuccess &&
+            cudaMemcpyAsync(&flag, buffer, sizeof flag, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
+            cudaStreamSynchronize(stream) == cudaSuccess;
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  if (buffer != nullptr) cudaFree(buffer);
+  cudaGetLastError();
+  cudaSetDevice(previous);
+  return ok && flag == 1;
+}
+
+void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) {
+  path.attempted = true;
+  const RealNccl& real = real_nccl();
+  std::unique_ptr<multipath::Orchestrator> made;
+  const Result r = multipath::Orchestrator::create(comm, entry_points(real), &made);
+  if (r != Result::Success)
+    BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
+               "collectives go to NCCL alone", state.cuda_device, last_error());
+  if (!all_ranks_ready(comm, real, state.cuda_device, r == Result::Success)) {
+    if (r == Result::Success)
+      BRAID_WARN(Shim, "multipath: another rank's PCIe path could not start; this communicator's "
+                 "collectives go to NCCL alone");
+    return;
+  }
+  for (const auto& [op, spec] : path.premulsum) made->add_premulsum(op, spec);
+  path.orchestrator = std::move(made);
+  path.live.store(path.orchestrator.get());
+}
+
+}  // namespace
+
+bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+  // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
+  // for it on the host: such calls go to NCCL alone (docs/SHIM.md).
+  if (this_thread_group().in_group() || !multipath::splittable(call.collective)) return false;
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2) return false;
+  PciePath& path = *state->pcie_path;
+  std::lock_guard lock(path.mutex);
+  if (!path.attempted) {
+    // Only a call big enough to split makes the path, so every rank makes it at the same call
+    // (with the automatic threshold, the smallest it can be: 1 MiB).
+    const int64_t min_bytes = settings().split_min_bytes > 0 ? settings().split_min_bytes : int64_t{1} << 20;
+    if (multipath::message_bytes(call, state->nranks) < static_cast<size_t>(min_bytes)) return false;
+    make_orchestrator(comm, *state, path);
+  }
+  if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
+  *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
+  return true;
+}
+
+void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path) return;
+  std::lock_guard lock(state->pcie_path->mutex);
+  state->pcie_path->premulsum[op] = spec;
+  if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->add_premulsum(op, spec);
+}
+
+void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path) return;
+  std::lock_guard lock(state->pcie_path->mutex);
+  state->pcie_path->premulsum.erase(op);
+  if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->remove_premulsum(op);
+}
+
+void abort_pcie_path(ncclComm_t comm) {
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path) return;
+  if (multipath::Orchestrator* o = state->pcie_path->live.load()) o->abort();
+}
+
+}  // namespace braid::shim

@@ -1,0 +1,35 @@
+// A communicator's PCIe path as the drop-in sees it: the orchestrator, made at the first
+// collective worth splitting (collectively: every rank reaches that same call), and the PreMulSum
+// operators the application made on the NCCL communicator, which braid remakes on its own side.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "multipath/orchestrator.h"
+
+namespace braid::shim {
+
+struct PciePath {
+  std::mutex mutex;  // held by the thread issuing a collective on the communicator
+  bool attempted = false;
+  std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
+  std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
+  std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
+};
+
+// Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
+// false when the caller must give the call to NCCL alone. `result` is the split call's result.
+bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
+
+// Bookkeeping the orchestrator needs from the rest of the API.
+void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);
+void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
+// Before NCCL aborts the communicator: stops braid's waits on every rank within a second.
+void abort_pcie_path(ncclComm_t comm);
+
+}  // namespace braid::shim

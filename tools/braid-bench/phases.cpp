@@ -1,0 +1,95 @@
+#include "phases.h"
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+
+#include "check.h"
+
+namespace braid::bench {
+
+std::optional<std::vector<Phase>> parse_phases(const std::string& text) {
+  std::vector<Phase> phases;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    const std::string state = item.substr(0, colon);
+    if (state != "on" && state != "off") return std::nullopt;
+    int calls = 0;
+    try {
+      calls = std::stoi(item.substr(colon + 1));
+    } catch (...) {
+      return std::nullopt;
+    }
+    if (calls < 1) return std::nullopt;
+    phases.push_back({state == "on", calls});
+    start = comma + 1;
+  }
+  if (phases.empty()) return std::nullopt;
+  return phases;
+}
+
+std::vector<PhaseCall> run_phases(RankThreads& threads, BraidPath& braid, const Measure& layout,
+                                  const CaseSpec& spec, const std::vector<Phase>& phases, PcieNoise& noise) {
+  braid.prepare(spec.type);
+  braid.take_splits();
+  std::vector<PhaseCall> calls;
+  std::barrier sync(threads.size());
+  for (size_t p = 0; p < phases.size(); ++p) {
+    noise.set(phases[p].noise);
+    // Let the background traffic reach full rate (or drain) before the phase starts.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < phases[p].calls; ++i) {
+      double start = 0, end = 0;
+      threads.run_all([&](int rank) {
+        sync.arrive_and_wait();
+        if (rank == 0) start = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        braid.issue(rank, spec, layout.send_arg(spec, rank), layout.recv_arg(spec, rank));
+        BENCH_CUDA(cudaStreamSynchronize(braid.stream(rank)));
+        sync.arrive_and_wait();
+        if (rank == 0) end = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      });
+      calls.push_back({static_cast<int>(p), phases[p].noise, (end - start) * 1e6, -1});
+    }
+  }
+  noise.set(false);
+  // Settled splits come in call order; the first one of this run is calls[0].
+  const auto splits = braid.take_splits();
+  for (size_t i = 0; i < splits.size() && i < calls.size(); ++i)
+    calls[i].pcie_share = static_cast<double>(splits[i].pcie_elements) /
+                          static_cast<double>(std::max<size_t>(1, spec.shape.param_count));
+  return calls;
+}
+
+namespace {
+
+std::vector<double> phase_times(const std::vector<PhaseCall>& calls, int phase) {
+  std::vector<double> t;
+  for (const auto& c : calls)
+    if (c.phase == phase) t.push_back(c.time_us);
+  return t;
+}
+
+}  // namespace
+
+double steady_time_us(const std::vector<PhaseCall>& calls, int phase) {
+  std::vector<double> t = phase_times(calls, phase);
+  if (t.empty()) return 0;
+  std::vector<double> tail(t.begin() + static_cast<long>(t.size() / 2), t.end());
+  std::sort(tail.begin(), tail.end());
+  return tail[tail.size() / 2];
+}
+
+int calls_to_converge(const std::vector<PhaseCall>& calls, int phase, double tolerance) {
+  const std::vector<double> t = phase_times(calls, phase);
+  const double steady = steady_time_us(calls, phase);
+  int k = static_cast<int>(t.size());
+  while (k > 0 && std::abs(t[k - 1] - steady) <= tolerance * steady) --k;
+  return k;
+}
+
+}  // namespace braid::bench
