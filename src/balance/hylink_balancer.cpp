@@ -19,17 +19,28 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
   const double t_d = path_seconds[0];
   const double t_p = path_seconds[1];
   if (!(t_d >= 0) || !(t_p >= 0) || (t_d == 0 && t_p == 0)) return;  // nothing measured
-  // t_p == 0: PCIe carried nothing, so the dedicated link is the whole time: r is infinite.
-  const double r = t_p > 0 ? t_d / t_p : std::numeric_limits<double>::infinity();
+  if (t_p == 0) {
+    // PCIe carried nothing (r is infinite): probe it again after the backoff.
+    if (++idle_calls_ < backoff_) return;
+    idle_calls_ = 0;
+    alpha_ = std::max(alpha_, params_.probe_share);
+    return;
+  }
+  idle_calls_ = 0;
+  const double r = t_d / t_p;
   if (r <= 1.0 - params_.gamma) {
-    alpha_ = alpha_ / 2;
+    if (alpha_ <= params_.probe_share) {
+      alpha_ = 0;  // the probe failed: PCIe does not pay at this size now
+      backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
+    } else {
+      alpha_ = alpha_ * std::max(0.5, r);
+    }
   } else if (r >= 1.0 + params_.gamma) {
-    if (alpha_ < params_.probe_share || !std::isfinite(r))
-      alpha_ = std::max(alpha_, params_.probe_share);  // the probe: see the header
-    else
-      alpha_ = alpha_ * r * params_.lambda;
+    backoff_ = 1;
+    alpha_ = alpha_ < params_.probe_share ? params_.probe_share : alpha_ * r * params_.lambda;
   }
   alpha_ = std::clamp(alpha_, 0.0, 1.0);
+  if (alpha_ * kShareUnits < 0.5) alpha_ = 0;  // would cut nothing: say so
 }
 
 void HyLinkBalancer::restore(const Shares& shares) {

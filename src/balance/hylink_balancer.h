@@ -3,9 +3,14 @@
 // is), clamp to [0,1]. The S_min small-message rule is the SplitTable's (it never asks a
 // balancer below split_min_bytes).
 //
-// Deviation: alpha*r*lambda is stuck at 0 once alpha is 0 (and 0*inf when t_p is 0). When the
-// dedicated link is the bottleneck and alpha is below probe_share, alpha restarts at
-// probe_share; the next call measures PCIe again and the proportional rule takes over.
+// Deviations (docs/BALANCE.md), all measured on 2x H200 where NVLink is ~10x PCIe:
+// - alpha*r*lambda is stuck at 0 once alpha is 0 (and 0*inf when t_p is 0). When PCIe carried
+//   nothing, alpha restarts at probe_share, but only after `backoff` such calls; a probe that
+//   fails (r <= 1-gamma at alpha <= probe_share) sets alpha to 0 and doubles the backoff (up to
+//   max_backoff), a call where PCIe pays (r >= 1+gamma) resets it to 1. The paper's rule probes
+//   on every other call, and each probe pays the PCIe path's fixed latency (~0.2 ms here).
+// - The decrease is alpha *= max(1/2, r) instead of always halving: halving on a noisy r just
+//   below 1-gamma throws away half of a share that was nearly right.
 #pragma once
 
 #include "balance/balancer.h"
@@ -17,6 +22,7 @@ struct HyLinkParams {
   double lambda = 0.97;       // damping of the proportional step
   double initial_alpha = 0.0; // the paper starts from the dedicated link alone
   double probe_share = 1.0 / 64;
+  int max_backoff = 128;      // calls between probes at most
 };
 
 class HyLinkBalancer final : public Balancer {
@@ -35,6 +41,8 @@ class HyLinkBalancer final : public Balancer {
  private:
   HyLinkParams params_;
   double alpha_;
+  int backoff_ = 1;
+  int idle_calls_ = 0;
 };
 
 }  // namespace braid::balance
