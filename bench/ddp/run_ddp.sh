@@ -20,7 +20,7 @@ tail -5 "$OUT/ddp_nccl.log"
 # proof that the preload took effect.
 echo "## braid (LD_PRELOAD=$PWD/$G/lib/libbraid.so)"
 LD_PRELOAD=$PWD/$G/lib/libbraid.so BRAID_DEBUG=INFO BRAID_DEBUG_SUBSYS=INIT,COLL,BALANCE,SHIM \
-  BRAID_DEBUG_FILE="$OUT/braid_ddp.%p.log" \
+  BRAID_DEBUG_FILE="$OUT/braid_ddp.%p.log" BRAID_SPLIT_TRACE="$OUT/ddp_split_trace.jsonl" \
   timeout 240 python3 -m torch.distributed.run --standalone --nproc_per_node="$n" \
   "$here/train_ddp.py" --out "$OUT/ddp_braid.json" "$@" >"$OUT/ddp_braid.log" 2>&1
 echo "rc braid=$?"

@@ -15,10 +15,13 @@ def _run(argv):
     return subprocess.call(argv)
 
 
-# What `braid bench` (and so ./run.sh) measures when given no arguments.
+# What `braid bench` (and so ./run.sh) measures when given no arguments: braid as the drop-in
+# runs it (NCCL + PCIe, --multipath) against NCCL alone, then braid's PCIe path alone against
+# NCCL's own host-staged path (NCCL_P2P_DISABLE=1 for NCCL), with the PCIe ceiling.
 DEFAULT_BENCH = [
-    ["-C", "all_reduce", "-b", "1M", "-e", "1G", "-f", "4", "--ceiling"],
-    ["-C", "all_gather", "-b", "1M", "-e", "1G", "-f", "4"],
+    (["--multipath", "-C", "all_reduce", "-b", "1M", "-e", "1G", "-f", "4", "-w", "30"], {}),
+    (["--multipath", "-C", "all_gather", "-b", "1M", "-e", "1G", "-f", "4", "-w", "30"], {}),
+    (["-C", "all_reduce", "-b", "64M", "-e", "1G", "-f", "4", "--ceiling"], {"NCCL_P2P_DISABLE": "1"}),
 ]
 
 
@@ -26,12 +29,13 @@ def cmd_bench(args, extra):
     """braid against NCCL on this machine's GPUs (braid-bench, nccl-tests' flags)."""
     env = dict(os.environ)
     env.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast on shared hosts
-    runs = [extra] if extra else DEFAULT_BENCH
+    runs = [(extra, {})] if extra else DEFAULT_BENCH
     worst = 0
-    for run in runs:
+    for run, run_env in runs:
         argv = [tools.tool("braid-bench")] + run
-        print("+ " + " ".join(argv), flush=True)
-        worst = max(worst, subprocess.call(argv, env=env))
+        prefix = "".join(f"{k}={v} " for k, v in run_env.items())
+        print("+ " + prefix + " ".join(argv), flush=True)
+        worst = max(worst, subprocess.call(argv, env={**env, **run_env}))
     return worst
 
 

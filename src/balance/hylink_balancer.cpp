@@ -33,7 +33,7 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
       alpha_ = 0;  // the probe failed: PCIe does not pay at this size now
       backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
     } else {
-      alpha_ = alpha_ * std::max(0.5, r);
+      alpha_ = alpha_ * r;
     }
   } else if (r >= 1.0 + params_.gamma) {
     backoff_ = 1;

@@ -9,8 +9,9 @@
 //   fails (r <= 1-gamma at alpha <= probe_share) sets alpha to 0 and doubles the backoff (up to
 //   max_backoff), a call where PCIe pays (r >= 1+gamma) resets it to 1. The paper's rule probes
 //   on every other call, and each probe pays the PCIe path's fixed latency (~0.2 ms here).
-// - The decrease is alpha *= max(1/2, r) instead of always halving: halving on a noisy r just
-//   below 1-gamma throws away half of a share that was nearly right.
+// - The decrease is alpha *= r instead of halving: halving throws away half of a share that was
+//   nearly right when r is just below 1-gamma, and needs several calls to leave PCIe when
+//   interference makes it 50x slower (r ~ 0.02; measured with braid-bench --phases).
 #pragma once
 
 #include "balance/balancer.h"
@@ -22,7 +23,7 @@ struct HyLinkParams {
   double lambda = 0.97;       // damping of the proportional step
   double initial_alpha = 0.0; // the paper starts from the dedicated link alone
   double probe_share = 1.0 / 64;
-  int max_backoff = 128;      // calls between probes at most
+  int max_backoff = 4;        // calls between probes at most: see docs/BALANCE.md
 };
 
 class HyLinkBalancer final : public Balancer {

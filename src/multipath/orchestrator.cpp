@@ -17,8 +17,11 @@ namespace {
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
-// A call's per-path times are read this many split calls later (the GPU is done by then).
-constexpr size_t kSettleLag = 2;
+// A call's per-path times are read at the next split call: the host waits for the previous call
+// to finish before issuing this one (it has mostly waited already: braid's host part blocks),
+// and the balancer reacts on every call. A lag of 2 let the host run further ahead but halved
+// how often the balancer could learn (see settle_one) and slowed re-convergence to 8+ calls.
+constexpr size_t kSettleLag = 1;
 constexpr int kTimingSlots = static_cast<int>(kSettleLag) + 2;
 
 const char* op_text(ncclRedOp_t op) {
@@ -75,12 +78,12 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
   int64_t min_bytes = settings().split_min_bytes;
   if (min_bytes <= 0) {
-    // Auto: where the GPUs share NVLink, NCCL alone finishes a 64 MB collective in about the
-    // PCIe path's fixed latency, so only larger ones can gain (bench/results/h200x2/run4).
-    // Without NVLink, HyLink's S_min of 1 MB.
+    // Auto: where the GPUs share NVLink, NCCL alone finishes a 64 MB all_reduce in 0.25 ms, about
+    // the PCIe path's fixed latency (~0.23 ms on 2x H200), so only larger ones can gain
+    // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
     bool nvlink = false;
     for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
-    min_bytes = nvlink ? (int64_t{64} << 20) : (int64_t{1} << 20);
+    min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
   }
   o->table_ = std::make_unique<balance::SplitTable>(std::move(balancer),
                                                     static_cast<size_t>(std::max<int64_t>(min_bytes, 1)));

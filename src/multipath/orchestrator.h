@@ -5,8 +5,8 @@
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged through the engine's control segment), at the same call on
-// every rank: a call's times are settled two split calls later, so the host rarely waits for the
-// GPU. Results: each element is computed by exactly one path, so integer results are exact and
+// every rank: a call's times are settled at the next split call. Results: each element is
+// computed by exactly one path, so integer results are exact and
 // every rank gets bitwise the same data (both paths guarantee that on their own).
 #pragma once
 
@@ -58,6 +58,8 @@ class Orchestrator {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // Split calls made so far (SplitRecord::call of the latest).
+  uint64_t calls() const { return calls_; }
 
   // Whether `call` is split (otherwise the caller gives it to NCCL alone).
   bool wants(const SplitCall& call) const;

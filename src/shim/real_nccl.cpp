@@ -98,7 +98,7 @@ RealNccl resolve() {
     return real;
   }
   const char* mode = settings().disable ? "pass-through (BRAID_DISABLE=1)"
-                                        : "pass-through (path splitting not built yet)";
+                                        : "large collectives outside groups are split across NCCL and braid's PCIe path";
   BRAID_INFO(Shim, "braid %s NCCL drop-in: real NCCL %s version %d.%d.%d (%d), found via %s; %s",
              BRAID_VERSION_STRING, real.path.c_str(), real.version / 10000, real.version / 100 % 100,
              real.version % 100, real.version, real.how.c_str(), mode);

@@ -117,6 +117,44 @@ TEST(HyLink, ProbeLeavesAlphaZero) {
   EXPECT_DOUBLE_EQ(b.alpha(), 1.0 / 64);  // the paper's rule would keep 0 forever
 }
 
+// Where PCIe does not pay (its fixed latency exceeds NVLink's whole time), a failed probe drops
+// back to NVLink alone and the next probe waits twice as long, up to max_backoff calls; a probe
+// that pays resets the wait.
+TEST(HyLink, FailedProbesBackOff) {
+  HyLinkBalancer b(HyLinkParams{.max_backoff = 4});
+  const double only_nvlink[] = {1.0, 0.0};
+  const double pcie_slow[] = {1.0, 5.0};  // r = 0.2 at the probe share: the probe failed
+  std::vector<int> probes;
+  for (int call = 0; call < 30; ++call) {
+    if (b.alpha() > 0) {
+      probes.push_back(call);
+      b.observe(pcie_slow);
+      EXPECT_EQ(b.alpha(), 0.0) << "call " << call;
+    } else {
+      b.observe(only_nvlink);
+    }
+  }
+  // Waits of 1, 2, 4, then 4 calls (the cap) between probes.
+  ASSERT_GE(probes.size(), 5u);
+  EXPECT_EQ(probes[0], 1);
+  EXPECT_EQ(probes[1] - probes[0], 3);
+  EXPECT_EQ(probes[2] - probes[1], 5);
+  EXPECT_EQ(probes[3] - probes[2], 5);
+  // A probe that pays: alpha grows, and after it falls to 0 again the next probe is immediate.
+  const double pcie_fast[] = {2.0, 1.0};
+  while (b.alpha() == 0) b.observe(only_nvlink);
+  b.observe(pcie_fast);
+  EXPECT_GT(b.alpha(), 1.0 / 64);
+}
+
+// A 50x slower PCIe (interference) leaves PCIe in one step, not one halving per call.
+TEST(HyLink, LeavesACongestedPathInOneStep) {
+  HyLinkBalancer b(HyLinkParams{.initial_alpha = 0.08});
+  const double congested[] = {1.0, 50.0};
+  b.observe(congested);
+  EXPECT_LT(b.alpha(), 0.002);
+}
+
 TEST(HyLink, ConvergesFromProbeAndFromHalf) {
   PathSimulator sim({kNvlink, kPcie});
   for (double start : {0.0, 0.5}) {

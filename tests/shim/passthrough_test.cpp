@@ -218,7 +218,7 @@ int child_configured_library() {
   std::snprintf(dotted, sizeof dotted, "version %d.%d.%d", real.version() / 10000, real.version() / 100 % 100,
                 real.version() % 100);
   failures += check(log.find(dotted) != std::string::npos, std::string("log has ") + dotted);
-  failures += check(log.find("pass-through (path splitting not built yet)") != std::string::npos, "log says pass-through");
+  failures += check(log.find("split across NCCL and braid") != std::string::npos, "log says pass-through");
   return failures;
 }
 

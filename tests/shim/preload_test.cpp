@@ -38,7 +38,7 @@ TEST(ShimPreload, UnmodifiedProgramGoesThroughBraidToItsOwnNccl) {
   EXPECT_EQ(value_of(preloaded, "version"), value_of(plain, "version")) << preloaded;
   EXPECT_NE(value_of(preloaded, "bound_to").find("libbraid.so"), std::string::npos) << preloaded;
   EXPECT_NE(preloaded.find("found via already loaded"), std::string::npos) << preloaded;
-  EXPECT_NE(preloaded.find("pass-through (path splitting not built yet)"), std::string::npos) << preloaded;
+  EXPECT_NE(preloaded.find("split across NCCL and braid"), std::string::npos) << preloaded;
   // Groups behave exactly as without braid.
   EXPECT_EQ(value_of(preloaded, "group"), value_of(plain, "group")) << preloaded;
   EXPECT_EQ(value_of(preloaded, "unmatched_end"), value_of(plain, "unmatched_end")) << preloaded;

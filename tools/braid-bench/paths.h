@@ -46,6 +46,8 @@ class BraidPath {
   bool multipath() const { return !orchestrators_.empty(); }
   // Every orchestrator switches to a static split with this PCIe share (multipath only).
   void use_static_share(double share);
+  // Rank 0's split calls so far (multipath only).
+  uint64_t split_calls() const { return multipath() ? orchestrators_[0]->calls() : 0; }
   // Rank 0's settled splits since the last call (multipath only).
   std::vector<multipath::SplitRecord> take_splits();
 
