@@ -132,7 +132,8 @@ Orchestrator::~Orchestrator() {
 }
 
 bool Orchestrator::wants(const SplitCall& call) const {
-  if (failed_ != Result::Success || !splittable(call.collective)) return false;
+  // After a failure of braid's share, calls still come here and fail (never a silent fallback).
+  if (!splittable(call.collective)) return false;
   if (!datatype_valid(static_cast<int>(call.type))) return false;
   if (call.op >= ncclNumOps && collective_reduces(call.collective) && premulsum_.count(call.op) == 0) return false;
   return message_bytes(call, nranks_) >= table_->split_min_bytes();
@@ -252,7 +253,8 @@ Result Orchestrator::pcie_share(const SplitCall& call, size_t begin, size_t elem
 
 Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (failed_ != Result::Success)
-    return fail(failed_, "multipath: braid's PCIe path failed earlier on this communicator");
+    return fail(failed_, "multipath: braid's PCIe path failed earlier on this communicator: %s",
+                 failed_text_.c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   while (pending_.size() >= kSettleLag) BRAID_TRY(settle_one());
 
@@ -293,6 +295,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     const Result r = pcie_share(call, nccl_elements, pcie_elements);
     if (r != Result::Success) {
       failed_ = r;
+      failed_text_ = last_error();
+      BRAID_WARN(Balance, "multipath: braid's share failed (%s); later split calls on this communicator fail too",
+                 failed_text_.c_str());
       // The caller's stream still waits for NCCL's share, so nothing it queues next races it.
       cudaStreamWaitEvent(stream, t.nccl_end, 0);
       return r;
@@ -334,6 +339,7 @@ Result Orchestrator::settle_one() {
       const Result exchanged = braid_->engine->exchange(mine, &all);
       if (exchanged != Result::Success) {
         failed_ = exchanged;
+        failed_text_ = last_error();
         return exchanged;
       }
       for (size_t i = 0; i < all.size(); ++i) seconds[i] = static_cast<double>(all[i]) * 1e-9;

@@ -117,6 +117,7 @@ class Orchestrator {
   std::vector<SplitRecord> history_;
   std::FILE* trace_ = nullptr;
   Result failed_ = Result::Success;
+  std::string failed_text_;
 };
 
 }  // namespace braid::multipath

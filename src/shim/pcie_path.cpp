@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -78,6 +80,17 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
   // for it on the host: such calls go to NCCL alone (docs/SHIM.md).
   if (this_thread_group().in_group() || !multipath::splittable(call.collective)) return false;
+  // A graph replay cannot reproduce braid's host-driven share: captured calls go to NCCL alone.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (capture != cudaStreamCaptureStatusNone) {
+    static std::once_flag logged;
+    std::call_once(logged, [] { BRAID_INFO(Shim, "multipath: collectives captured in a CUDA graph go to NCCL alone"); });
+    return false;
+  }
   const auto state = comm_table().find(comm);
   if (!state || !state->pcie_path || !state->complete() || state->nranks < 2) return false;
   PciePath& path = *state->pcie_path;
