@@ -20,6 +20,9 @@ struct CommState {
   int rank = -1;         // -1: not known yet (non-blocking init still in progress)
   int nranks = -1;
   int cuda_device = -1;
+  // A non-blocking communicator (ncclConfig_t::blocking = 0) answers collectives with
+  // ncclInProgress and completes them later; braid does not split on one (NCCL alone).
+  bool blocking = true;
   std::shared_ptr<PciePath> pcie_path;  // null: everything goes to NCCL alone
 
   bool complete() const { return rank >= 0 && nranks > 0 && cuda_device >= 0; }

@@ -79,12 +79,23 @@ braid::shim::CommState query_state(ncclComm_t comm, braid::shim::CommState state
   return state;
 }
 
+// Whether a communicator made with `config` blocks: NCCL_CONFIG_UNDEF_INT (unset) means the
+// default, blocking; a split or shrink without a config inherits its parent's.
+bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
+  if (config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
+  if (parent != nullptr) {
+    if (auto state = braid::shim::comm_table().find(parent)) return state->blocking;
+  }
+  return true;
+}
+
 // After NCCL created `comm` (result Success, or InProgress for a non-blocking one).
-void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks) {
+void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking = true) {
   if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
   braid::shim::CommState state;
   state.rank = rank;
   state.nranks = nranks;
+  state.blocking = blocking;
   if (result == ncclSuccess) state = query_state(comm, state);
   state.pcie_path = std::make_shared<braid::shim::PciePath>();
   braid::shim::comm_table().insert(comm, state);
@@ -192,7 +203,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUni
 BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                  ncclConfig_t* config) {
   const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
-  if (comm != nullptr) remember(result, *comm, rank, nranks);
+  if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr));
   return result;
 }
 
@@ -200,7 +211,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nran
                                                    ncclUniqueId* commIds, ncclConfig_t* config) {
   const ncclResult_t result =
       BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
-  if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks);
+  if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr));
   return result;
 }
 
@@ -216,7 +227,7 @@ BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
                                         ncclConfig_t* config) {
   const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
   // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-  if (newcomm != nullptr) remember(result, *newcomm, -1, -1);
+  if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
   return result;
 }
 
@@ -224,7 +235,7 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
                                          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   const ncclResult_t result =
       BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  if (newcomm != nullptr) remember(result, *newcomm, -1, -1);
+  if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
   return result;
 }
 

@@ -92,7 +92,7 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     return false;
   }
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2) return false;
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking) return false;
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   if (!path.attempted) {

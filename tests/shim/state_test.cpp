@@ -16,8 +16,8 @@ ncclComm* fake_comm(uintptr_t n) { return reinterpret_cast<ncclComm*>(0x1000 + 1
 TEST(CommTable, InsertFindErase) {
   CommTable table;
   EXPECT_FALSE(table.find(fake_comm(1)).has_value());
-  table.insert(fake_comm(1), CommState{2, 4, 3, nullptr});
-  table.insert(fake_comm(2), CommState{0, 2, 0, nullptr});
+  table.insert(fake_comm(1), CommState{2, 4, 3, true, nullptr});
+  table.insert(fake_comm(2), CommState{0, 2, 0, true, nullptr});
   auto one = table.find(fake_comm(1));
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->rank, 2);
@@ -35,8 +35,8 @@ TEST(CommTable, InsertFindErase) {
 
 TEST(CommTable, ReusedAddressReplacesTheOldState) {
   CommTable table;
-  table.insert(fake_comm(7), CommState{1, 2, 1, nullptr});
-  table.insert(fake_comm(7), CommState{0, 8, 5, nullptr});
+  table.insert(fake_comm(7), CommState{1, 2, 1, true, nullptr});
+  table.insert(fake_comm(7), CommState{0, 8, 5, true, nullptr});
   EXPECT_EQ(table.size(), 1u);
   EXPECT_EQ(table.find(fake_comm(7))->nranks, 8);
 }
@@ -44,15 +44,15 @@ TEST(CommTable, ReusedAddressReplacesTheOldState) {
 TEST(CommTable, CompletesOnlyUnknownFields) {
   CommTable table;
   // A non-blocking init: rank and size known from the call, device not yet.
-  table.insert(fake_comm(3), CommState{1, 4, -1, nullptr});
+  table.insert(fake_comm(3), CommState{1, 4, -1, true, nullptr});
   EXPECT_FALSE(table.find(fake_comm(3))->complete());
-  auto merged = table.complete_from(fake_comm(3), CommState{9, 9, 6, nullptr});
+  auto merged = table.complete_from(fake_comm(3), CommState{9, 9, 6, true, nullptr});
   ASSERT_TRUE(merged.has_value());
   EXPECT_EQ(merged->rank, 1);
   EXPECT_EQ(merged->nranks, 4);
   EXPECT_EQ(merged->cuda_device, 6);
   EXPECT_TRUE(table.find(fake_comm(3))->complete());
-  EXPECT_FALSE(table.complete_from(fake_comm(4), CommState{0, 1, 0, nullptr}).has_value());
+  EXPECT_FALSE(table.complete_from(fake_comm(4), CommState{0, 1, 0, true, nullptr}).has_value());
 }
 
 TEST(CommTable, ConcurrentThreadsKeepEveryEntry) {
@@ -64,7 +64,7 @@ TEST(CommTable, ConcurrentThreadsKeepEveryEntry) {
     threads.emplace_back([&table, t] {
       for (int i = 0; i < kPerThread; ++i) {
         const uintptr_t key = static_cast<uintptr_t>(t * kPerThread + i);
-        table.insert(fake_comm(key), CommState{i, kPerThread, t, nullptr});
+        table.insert(fake_comm(key), CommState{i, kPerThread, t, true, nullptr});
         // Every other entry goes away again, as a destroyed communicator does.
         if (i % 2 == 1) {
           EXPECT_TRUE(table.erase(fake_comm(key)));
