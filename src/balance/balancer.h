@@ -21,6 +21,13 @@ class Balancer {
   virtual Shares shares() const = 0;
   // Seconds each path took in the call made with shares(); 0 for a path that carried nothing.
   virtual void observe(std::span<const double> path_seconds) = 0;
+  // The same for a call made with `used`, which may be older shares than shares() (a caller that
+  // learns a call's times only after deciding the next call's split). By default a balancer
+  // learns only from calls made with its current shares; HyLink's rule is proportional to the
+  // share used, so it restarts from `used`.
+  virtual void observe_used(const Shares& used, std::span<const double> path_seconds) {
+    if (used == shares()) observe(path_seconds);
+  }
   // Starts from shares learned earlier (tuning cache) instead of the balancer's own start.
   virtual void restore(const Shares& shares) = 0;
   virtual std::unique_ptr<Balancer> clone() const = 0;

@@ -43,6 +43,13 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
   if (alpha_ * kShareUnits < 0.5) alpha_ = 0;  // would cut nothing: say so
 }
 
+void HyLinkBalancer::observe_used(const Shares& used, std::span<const double> path_seconds) {
+  // r relates the times to the share that produced them: apply the rule to that share. A call
+  // made before the latest update would otherwise scale the updated alpha by a stale ratio.
+  if (used.num_paths() == 2 && shares_valid(used) && used != shares()) alpha_ = used.fraction(1);
+  observe(path_seconds);
+}
+
 void HyLinkBalancer::restore(const Shares& shares) {
   if (shares.num_paths() == 2 && shares_valid(shares)) alpha_ = shares.fraction(1);
 }

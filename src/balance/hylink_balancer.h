@@ -33,6 +33,7 @@ class HyLinkBalancer final : public Balancer {
   int num_paths() const override { return 2; }
   Shares shares() const override;
   void observe(std::span<const double> path_seconds) override;
+  void observe_used(const Shares& used, std::span<const double> path_seconds) override;
   void restore(const Shares& shares) override;
   std::unique_ptr<Balancer> clone() const override {
     return std::make_unique<HyLinkBalancer>(*this);

@@ -55,6 +55,15 @@ Result SplitTable::update(Collective c, DataType t, size_t bytes,
   return Result::Success;
 }
 
+Result SplitTable::update_used(Collective c, DataType t, size_t bytes, const Shares& used,
+                               std::span<const double> rank_path_seconds, int num_ranks) {
+  std::vector<double> path_seconds;
+  BRAID_TRY(reduce_path_max(rank_path_seconds, num_ranks, num_paths(), &path_seconds));
+  if (bytes < split_min_bytes_) return Result::Success;
+  entry(SplitKey{c, t, size_bucket(bytes)}).observe_used(used, path_seconds);
+  return Result::Success;
+}
+
 void SplitTable::restore(const SplitKey& key, const Shares& shares) { entry(key).restore(shares); }
 
 }  // namespace braid::balance

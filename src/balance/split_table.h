@@ -49,6 +49,9 @@ class SplitTable {
   // After the call: the all-gathered times of every rank (ranks x paths, row-major).
   Result update(Collective c, DataType t, size_t bytes, std::span<const double> rank_path_seconds,
                 int num_ranks);
+  // The same for a call made with `used` (Balancer::observe_used).
+  Result update_used(Collective c, DataType t, size_t bytes, const Shares& used,
+                     std::span<const double> rank_path_seconds, int num_ranks);
 
   // For the tuning cache.
   const std::map<SplitKey, std::unique_ptr<Balancer>>& entries() const { return entries_; }

@@ -17,12 +17,9 @@ namespace {
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
-// A call's per-path times are read at the next split call: the host waits for the previous call
-// to finish before issuing this one (it has mostly waited already: braid's host part blocks),
-// and the balancer reacts on every call. A lag of 2 let the host run further ahead but halved
-// how often the balancer could learn (see settle_one) and slowed re-convergence to 8+ calls.
-constexpr size_t kSettleLag = 1;
-constexpr int kTimingSlots = static_cast<int>(kSettleLag) + 2;
+// A call's per-path times are read during the next split call (see settle_one): at most one call
+// is pending, so three event sets (pending, current, one spare) suffice.
+constexpr int kTimingSlots = 3;
 
 const char* op_text(ncclRedOp_t op) {
   switch (op) {
@@ -256,8 +253,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     return fail(failed_, "multipath: braid's PCIe path failed earlier on this communicator: %s",
                  failed_text_.c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  while (pending_.size() >= kSettleLag) BRAID_TRY(settle_one());
 
+  // The split comes from the table before the previous call is settled (below), so NCCL's share
+  // is queued before the host waits for anything.
   const DataType type = static_cast<DataType>(call.type);
   const size_t bytes = message_bytes(call, nranks_);
   const balance::Shares shares = table_->shares_for(call.collective, type, bytes);
@@ -275,8 +273,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   p.record.pcie_elements = pcie_elements;
   p.used = shares;
   if (pcie_elements == 0) {
-    // Nothing for PCIe: NCCL alone on the caller's stream, no fork, no events, no host wait.
+    // Nothing for PCIe: NCCL alone on the caller's stream, no fork and no events.
     BRAID_TRY(nccl_whole(call, stream));
+    BRAID_TRY(settle_pending());
     pending_.push_back(p);
     return Result::Success;
   }
@@ -288,20 +287,22 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   BRAID_TRY(cuda(cudaEventRecord(t.fork, stream), "cudaEventRecord (fork)"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(nccl_stream_, t.fork, 0), "cudaStreamWaitEvent"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, t.fork, 0), "cudaStreamWaitEvent"));
-  // NCCL first: its kernels run while braid's host threads drive the PCIe share.
+  // NCCL first: its kernels are queued behind the previous call on the GPU while the host settles
+  // that call and then drives the PCIe share.
   if (nccl_elements > 0) BRAID_TRY(nccl_share(call, nccl_elements));
   BRAID_TRY(cuda(cudaEventRecord(t.nccl_end, nccl_stream_), "cudaEventRecord"));
-  if (pcie_elements > 0) {
-    const Result r = pcie_share(call, nccl_elements, pcie_elements);
-    if (r != Result::Success) {
+  Result r = settle_pending();
+  if (r == Result::Success) r = pcie_share(call, nccl_elements, pcie_elements);
+  if (r != Result::Success) {
+    if (failed_ == Result::Success) {
       failed_ = r;
       failed_text_ = last_error();
-      BRAID_WARN(Balance, "multipath: braid's share failed (%s); later split calls on this communicator fail too",
-                 failed_text_.c_str());
-      // The caller's stream still waits for NCCL's share, so nothing it queues next races it.
-      cudaStreamWaitEvent(stream, t.nccl_end, 0);
-      return r;
     }
+    BRAID_WARN(Balance, "multipath: braid's share failed (%s); later split calls on this communicator fail too",
+               failed_text_.c_str());
+    // The caller's stream still waits for NCCL's share, so nothing it queues next races it.
+    cudaStreamWaitEvent(stream, t.nccl_end, 0);
+    return r;
   }
   BRAID_TRY(cuda(cudaEventRecord(t.pcie_end, pcie_stream_), "cudaEventRecord"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(stream, t.nccl_end, 0), "cudaStreamWaitEvent (join)"));
@@ -310,16 +311,21 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   return Result::Success;
 }
 
-// A call is settled kSettleLag split calls after it was issued. The balancer learns from it only
-// when the table still holds the shares the call used: a balancer's rule relates its current
-// shares to the times they produced, and an older call's times would be applied to shares that
-// have moved since (measured: the 2-call lag alone made HyLink's share swing 0.02-0.28 at 1 GiB).
-// The decision depends only on the replicated table, so every rank skips or exchanges together.
+Result Orchestrator::settle_pending() {
+  while (!pending_.empty()) BRAID_TRY(settle_one());
+  return Result::Success;
+}
+
+// The previous split call is settled during this one, after this call's split was chosen and its
+// NCCL share queued: the host then waits for the previous call's end events without leaving
+// NVLink idle. (Settling first, before choosing, left a launch-latency gap between consecutive
+// NCCL shares: run 5.) So a call's split reflects every call but the one just before it; the
+// balancer learns from each call against the shares that call used (Balancer::observe_used).
+// Every rank settles the same calls at the same point, so the exchanges pair up.
 Result Orchestrator::settle_one() {
   Pending p = pending_.front();
   pending_.pop_front();
   const DataType type = static_cast<DataType>(p.record.what.type);
-  const bool current = table_->shares_for(p.record.what.collective, type, p.record.bytes) == p.used;
   std::vector<double> seconds(static_cast<size_t>(nranks_) * 2, 0.0);
   if (!p.timed) {
     // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
@@ -334,22 +340,16 @@ Result Orchestrator::settle_one() {
     BRAID_TRY(cuda(cudaEventElapsedTime(&pcie_ms, t.fork, t.pcie_end), "cudaEventElapsedTime"));
     const uint64_t mine[2] = {static_cast<uint64_t>(std::max(0.f, nccl_ms) * 1e6),
                               static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
-    if (current) {
-      std::vector<uint64_t> all;
-      const Result exchanged = braid_->engine->exchange(mine, &all);
-      if (exchanged != Result::Success) {
-        failed_ = exchanged;
-        failed_text_ = last_error();
-        return exchanged;
-      }
-      for (size_t i = 0; i < all.size(); ++i) seconds[i] = static_cast<double>(all[i]) * 1e-9;
-    } else {
-      // Only for the log and trace: this rank's own times.
-      seconds[2 * rank_] = static_cast<double>(mine[0]) * 1e-9;
-      seconds[2 * rank_ + 1] = static_cast<double>(mine[1]) * 1e-9;
+    std::vector<uint64_t> all;
+    const Result exchanged = braid_->engine->exchange(mine, &all);
+    if (exchanged != Result::Success) {
+      failed_ = exchanged;
+      failed_text_ = last_error();
+      return exchanged;
     }
+    for (size_t i = 0; i < all.size(); ++i) seconds[i] = static_cast<double>(all[i]) * 1e-9;
   }
-  if (current) BRAID_TRY(table_->update(p.record.what.collective, type, p.record.bytes, seconds, nranks_));
+  BRAID_TRY(table_->update_used(p.record.what.collective, type, p.record.bytes, p.used, seconds, nranks_));
   for (int q = 0; q < nranks_ && p.timed; ++q) {
     p.record.nccl_seconds = std::max(p.record.nccl_seconds, seconds[2 * q]);
     p.record.pcie_seconds = std::max(p.record.pcie_seconds, seconds[2 * q + 1]);

@@ -5,8 +5,8 @@
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged through the engine's control segment), at the same call on
-// every rank: a call's times are settled at the next split call. Results: each element is
-// computed by exactly one path, so integer results are exact and
+// every rank: a call's times are settled during the next split call, after that call's NCCL share
+// is queued. Results: each element is computed by exactly one path, so integer results are exact and
 // every rank gets bitwise the same data (both paths guarantee that on their own).
 #pragma once
 
@@ -96,6 +96,7 @@ class Orchestrator {
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result pcie_share(const SplitCall& call, size_t begin, size_t elements);
   Result settle_one();
+  Result settle_pending();
   Result braid_op(ncclRedOp_t op, ncclRedOp_t* out);
   Result cuda(cudaError_t e, const char* what);
   Result nccl_result(ncclResult_t r, const char* what);
