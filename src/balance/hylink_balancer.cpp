@@ -34,6 +34,11 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
       backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
     } else {
       alpha_ = alpha_ * r;
+      if (alpha_ < params_.probe_share / 4) {
+        // So small a share costs the path's fixed latency for almost no data: leave it.
+        alpha_ = 0;
+        backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
+      }
     }
   } else if (r >= 1.0 + params_.gamma) {
     backoff_ = 1;
@@ -44,9 +49,16 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
 }
 
 void HyLinkBalancer::observe_used(const Shares& used, std::span<const double> path_seconds) {
+  if (path_seconds.size() != 2) return;
+  if (path_seconds[1] == 0) {
+    // The call carried nothing on PCIe. If a share (a probe, say) has been chosen since, this
+    // older call says nothing about it: keep it. Otherwise the probe clock advances.
+    if (alpha_ == 0) observe(path_seconds);
+    return;
+  }
   // r relates the times to the share that produced them: apply the rule to that share. A call
   // made before the latest update would otherwise scale the updated alpha by a stale ratio.
-  if (used.num_paths() == 2 && shares_valid(used) && used != shares()) alpha_ = used.fraction(1);
+  if (used.num_paths() == 2 && shares_valid(used)) alpha_ = used.fraction(1);
   observe(path_seconds);
 }
 

@@ -92,6 +92,38 @@ TEST(SplitTable, LaggedUpdatesWithTheSharesUsedConverge) {
   }
 }
 
+// The same lagged feeding through PCIe interference like braid-bench --phases saw on the H200
+// (bursts made PCIe ~50x slower in calls 30-59): HyLink leaves PCIe within 3 calls of the start
+// and is back near its quiet share within 10 calls of the end.
+TEST(SplitTable, LaggedHyLinkLeavesAndReturnsAroundInterference) {
+  const PathSimulator sim({SimPath{10e-6, 320e9}, SimPath{230e-6, 33e9}}, {SimInterference{1, 30, 60, 0.02}});
+  const size_t bytes = size_t{256} << 20;
+  SplitTable table(make("hylink"), 1);
+  Shares previous_used;
+  std::vector<double> previous_times, share(90);
+  for (int call = 0; call < 90; ++call) {
+    const Shares used = table.shares_for(Collective::AllReduce, DataType::Float32, bytes);
+    share[call] = used.fraction(1);
+    const std::vector<double> t = sim.path_seconds(call, bytes, used);
+    if (!previous_times.empty()) {
+      ASSERT_EQ(table.update_used(Collective::AllReduce, DataType::Float32, bytes, previous_used, previous_times, 1),
+                Result::Success);
+    }
+    previous_used = used;
+    previous_times = t;
+  }
+  const double quiet = share[29];
+  int left = 30;
+  while (left < 60 && share[left] > 0) ++left;
+  int back = 60;
+  while (back < 90 && share[back] < 0.8 * quiet) ++back;
+  std::printf("[sim] lagged hylink: quiet share %.4f, PCIe left %d calls after the start, back %d calls after the end\n",
+              quiet, left - 30, back - 60);
+  EXPECT_GT(quiet, 0.02);
+  EXPECT_LE(left - 30, 3);
+  EXPECT_LE(back - 60, 10);
+}
+
 TEST(SplitTable, ReplicasFedTheSameTimesAgreeBitwise) {
   for (std::string_view kind : {"hylink", "flexlink"}) {
     constexpr int kRanks = 4;
