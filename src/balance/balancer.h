@@ -28,6 +28,9 @@ class Balancer {
   virtual void observe_used(const Shares& used, std::span<const double> path_seconds) {
     if (used == shares()) observe(path_seconds);
   }
+  // A call is about to be made with shares() (callers that learn its times only later tell the
+  // balancer, so a one-off choice such as a probe is not repeated before its result is known).
+  virtual void on_issue() {}
   // Starts from shares learned earlier (tuning cache) instead of the balancer's own start.
   virtual void restore(const Shares& shares) = 0;
   virtual std::unique_ptr<Balancer> clone() const = 0;

@@ -23,6 +23,7 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
     // PCIe carried nothing (r is infinite): probe it again after the backoff.
     if (++idle_calls_ < backoff_) return;
     idle_calls_ = 0;
+    if (alpha_ < params_.probe_share) probe_next_ = true;
     alpha_ = std::max(alpha_, params_.probe_share);
     return;
   }
@@ -48,14 +49,24 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
   if (alpha_ * kShareUnits < 0.5) alpha_ = 0;  // would cut nothing: say so
 }
 
+void HyLinkBalancer::on_issue() {
+  if (!probe_next_) return;
+  // The probe goes out on this call only; the next calls wait for its times with PCIe idle.
+  probe_next_ = false;
+  probe_outstanding_ = true;
+  alpha_ = 0;
+}
+
 void HyLinkBalancer::observe_used(const Shares& used, std::span<const double> path_seconds) {
   if (path_seconds.size() != 2) return;
   if (path_seconds[1] == 0) {
-    // The call carried nothing on PCIe. If a share (a probe, say) has been chosen since, this
-    // older call says nothing about it: keep it. Otherwise the probe clock advances.
-    if (alpha_ == 0) observe(path_seconds);
+    // The call carried nothing on PCIe. If a share (a probe, say) has been chosen or issued
+    // since, this older call says nothing about it. Otherwise the probe clock advances.
+    if (alpha_ == 0 && !probe_outstanding_ && !probe_next_) observe(path_seconds);
     return;
   }
+  probe_outstanding_ = false;
+  probe_next_ = false;
   // r relates the times to the share that produced them: apply the rule to that share. A call
   // made before the latest update would otherwise scale the updated alpha by a stale ratio.
   if (used.num_paths() == 2 && shares_valid(used)) alpha_ = used.fraction(1);

@@ -34,6 +34,7 @@ class HyLinkBalancer final : public Balancer {
   Shares shares() const override;
   void observe(std::span<const double> path_seconds) override;
   void observe_used(const Shares& used, std::span<const double> path_seconds) override;
+  void on_issue() override;
   void restore(const Shares& shares) override;
   std::unique_ptr<Balancer> clone() const override {
     return std::make_unique<HyLinkBalancer>(*this);
@@ -45,6 +46,8 @@ class HyLinkBalancer final : public Balancer {
   double alpha_;
   int backoff_ = 1;
   int idle_calls_ = 0;
+  bool probe_next_ = false;         // alpha_ is a probe share not yet issued
+  bool probe_outstanding_ = false;  // a probe was issued; its times are not back yet
 };
 
 }  // namespace braid::balance

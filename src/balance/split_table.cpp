@@ -40,6 +40,14 @@ Shares SplitTable::shares_for(Collective c, DataType t, size_t bytes) const {
   return it == entries_.end() ? prototype_->shares() : it->second->shares();
 }
 
+Shares SplitTable::issue(Collective c, DataType t, size_t bytes) {
+  if (bytes < split_min_bytes_) return dedicated_only(num_paths());
+  Balancer& b = entry(SplitKey{c, t, size_bucket(bytes)});
+  const Shares shares = b.shares();
+  b.on_issue();
+  return shares;
+}
+
 Balancer& SplitTable::entry(const SplitKey& key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) it = entries_.emplace(key, prototype_->clone()).first;

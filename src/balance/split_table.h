@@ -45,6 +45,9 @@ class SplitTable {
 
   // The split the next call of this kind must use.
   Shares shares_for(Collective c, DataType t, size_t bytes) const;
+  // The same, for a call about to be made with it (Balancer::on_issue). Every rank issues the
+  // same calls, so the replicas stay equal.
+  Shares issue(Collective c, DataType t, size_t bytes);
 
   // After the call: the all-gathered times of every rank (ranks x paths, row-major).
   Result update(Collective c, DataType t, size_t bytes, std::span<const double> rank_path_seconds,

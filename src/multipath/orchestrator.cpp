@@ -258,7 +258,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // is queued before the host waits for anything.
   const DataType type = static_cast<DataType>(call.type);
   const size_t bytes = message_bytes(call, nranks_);
-  const balance::Shares shares = table_->shares_for(call.collective, type, bytes);
+  const balance::Shares shares = table_->issue(call.collective, type, bytes);
   const size_t esize = datatype_size(type);
   const size_t align = std::max<size_t>(1, kSplitAlignBytes / esize);
   const std::vector<size_t> split = balance::split_elements(shares, call.count, align);

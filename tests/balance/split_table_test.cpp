@@ -72,7 +72,7 @@ TEST(SplitTable, LaggedUpdatesWithTheSharesUsedConverge) {
     std::vector<double> previous_times;
     double last_imbalance = 1;
     for (int call = 0; call < 60; ++call) {
-      const Shares used = table.shares_for(Collective::AllReduce, DataType::Float32, bytes);
+      const Shares used = table.issue(Collective::AllReduce, DataType::Float32, bytes);
       const std::vector<double> t = sim.path_seconds(call, bytes, used);
       if (!previous_times.empty()) {
         ASSERT_EQ(table.update_used(Collective::AllReduce, DataType::Float32, bytes, previous_used,
@@ -102,7 +102,7 @@ TEST(SplitTable, LaggedHyLinkLeavesAndReturnsAroundInterference) {
   Shares previous_used;
   std::vector<double> previous_times, share(90);
   for (int call = 0; call < 90; ++call) {
-    const Shares used = table.shares_for(Collective::AllReduce, DataType::Float32, bytes);
+    const Shares used = table.issue(Collective::AllReduce, DataType::Float32, bytes);
     share[call] = used.fraction(1);
     const std::vector<double> t = sim.path_seconds(call, bytes, used);
     if (!previous_times.empty()) {
