@@ -21,4 +21,7 @@ struct NcclCalls {
 // braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
 Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
 
+// The table over the NCCL a program links (defined in braid_api_nccl, which links it).
+NcclCalls linked_nccl_calls();
+
 }  // namespace braid::api

@@ -30,16 +30,14 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
   idle_calls_ = 0;
   const double r = t_d / t_p;
   if (r <= 1.0 - params_.gamma) {
-    if (alpha_ <= params_.probe_share) {
-      alpha_ = 0;  // the probe failed: PCIe does not pay at this size now
+    // A failed probe, or a share so small it pays the path's fixed latency for almost no data:
+    // PCIe does not pay at this size now. Leave it and probe again later.
+    const double decreased = alpha_ * r;
+    if (alpha_ <= params_.probe_share || decreased < params_.probe_share / 4) {
+      alpha_ = 0;
       backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
     } else {
-      alpha_ = alpha_ * r;
-      if (alpha_ < params_.probe_share / 4) {
-        // So small a share costs the path's fixed latency for almost no data: leave it.
-        alpha_ = 0;
-        backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
-      }
+      alpha_ = decreased;
     }
   } else if (r >= 1.0 + params_.gamma) {
     backoff_ = 1;

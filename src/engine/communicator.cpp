@@ -315,6 +315,16 @@ Result Communicator::report_failure(Collective c, const RunFailure& f, double wa
   return fail(Result::RemoteError, "%s", text.c_str());
 }
 
+WaitContext Communicator::wait_context(int* dead_rank) const {
+  WaitContext ctx;
+  ctx.abort_word = &control_header(control_.data())->abort;
+  ctx.start = std::chrono::steady_clock::now();
+  ctx.timeout_s = settings().timeout;
+  ctx.peers = &peers_;
+  ctx.dead_rank = dead_rank;
+  return ctx;
+}
+
 Result Communicator::barrier(Collective c, const WaitContext& ctx) {
   RankRecord* records = rank_records(control_.data());
   const uint64_t k = ++barriers_;
@@ -459,14 +469,9 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   }
 
   // Publish the call, meet the others, and check that every rank called the same thing.
-  WaitContext ctx;
   ControlHeader* header = control_header(control_.data());
-  ctx.abort_word = &header->abort;
-  ctx.start = std::chrono::steady_clock::now();
-  ctx.timeout_s = settings().timeout;
-  ctx.peers = &peers_;
   int dead_rank = -1;
-  ctx.dead_rank = &dead_rank;
+  WaitContext ctx = wait_context(&dead_rank);
   backend_->set_timeout(ctx.timeout_s);
   RankRecord* records = rank_records(control_.data());
   const uint64_t seq = ++calls_;
@@ -582,13 +587,8 @@ Result Communicator::exchange(std::span<const uint64_t> mine, std::vector<uint64
     return fail(failed_, "communicator is unusable after an earlier error: %s", failed_text_.c_str());
   if (mine.size() > static_cast<size_t>(kExchangeSlots))
     return fail(Result::InternalError, "exchange of %zu values (at most %d)", mine.size(), kExchangeSlots);
-  WaitContext ctx;
-  ctx.abort_word = &control_header(control_.data())->abort;
-  ctx.start = std::chrono::steady_clock::now();
-  ctx.timeout_s = settings().timeout;
-  ctx.peers = &peers_;
   int dead_rank = -1;
-  ctx.dead_rank = &dead_rank;
+  const WaitContext ctx = wait_context(&dead_rank);
   RankRecord* records = rank_records(control_.data());
   const uint64_t seq = ++exchanges_;
   ExchangeRecord& record = records[rank_].exchanges[seq % 2];

@@ -97,6 +97,9 @@ class Communicator {
                     const dsl::Program* program, Range range = BlockRange{});
   Result check_arguments(Collective c, const void* send, void* recv, size_t count, int type,
                          int op, int root, const reduce::OpScalar* scalar);
+  // A wait bounded by BRAID_TIMEOUT, the abort word and the peers' lives, starting now;
+  // `dead_rank` receives a peer found dead.
+  WaitContext wait_context(int* dead_rank) const;
   Result barrier(Collective c, const WaitContext& ctx);
   Result report_failure(Collective c, const RunFailure& f, double waited);
   Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,

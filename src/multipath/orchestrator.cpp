@@ -1,7 +1,7 @@
 #include "multipath/orchestrator.h"
 
 #include <algorithm>
-#include <cstring>
+#include <string>
 
 #include "api/call.h"
 #include "api/comm.h"
@@ -21,15 +21,9 @@ constexpr size_t kSplitAlignBytes = 4096;
 // is pending, so three event sets (pending, current, one spare) suffice.
 constexpr int kTimingSlots = 3;
 
-const char* op_text(ncclRedOp_t op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-    default: return "premulsum";
-  }
+// Dynamic operators (ncclRedOpCreatePreMulSum) are numbered from ncclNumOps = RedOp::PreMulSum.
+std::string op_text(ncclRedOp_t op) {
+  return std::string(redop_name(static_cast<RedOp>(std::min<int>(op, ncclNumOps))));
 }
 
 }  // namespace
@@ -168,9 +162,10 @@ Result Orchestrator::braid_op(ncclRedOp_t op, ncclRedOp_t* out) {
 }
 
 // NVLink's share: the first `elements` of every block, straight into the caller's buffers.
-// AllGather and ReduceScatter blocks are strided, which NCCL's own AllGather/ReduceScatter
-// cannot address: point-to-point sends (AllGather) and one Reduce per block (ReduceScatter)
-// land them in place with no extra device copy.
+// AllReduce, Broadcast and Reduce have one block: NCCL's own call on its head. AllGather and
+// ReduceScatter blocks are strided, which NCCL's own AllGather/ReduceScatter cannot address:
+// point-to-point sends (AllGather) and one Reduce per block (ReduceScatter) land them in place
+// with no extra device copy.
 Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t block = call.count * esize;
@@ -179,12 +174,12 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   cudaStream_t s = nccl_stream_;
   switch (call.collective) {
     case Collective::AllReduce:
-      return nccl_result(nccl_.all_reduce(send, recv, elements, call.type, call.op, comm_, s), "ncclAllReduce");
     case Collective::Broadcast:
-      return nccl_result(nccl_.bootstrap.broadcast(send, recv, elements, call.type, call.root, comm_, s),
-                         "ncclBroadcast");
-    case Collective::Reduce:
-      return nccl_result(nccl_.reduce(send, recv, elements, call.type, call.op, call.root, comm_, s), "ncclReduce");
+    case Collective::Reduce: {
+      SplitCall head = call;
+      head.count = elements;
+      return nccl_whole(head, s);
+    }
     case Collective::AllGather: {
       unsigned char* mine = recv + static_cast<size_t>(rank_) * block;
       if (mine != send) BRAID_TRY(cuda(cudaMemcpyAsync(mine, send, elements * esize, cudaMemcpyDeviceToDevice, s),
@@ -217,7 +212,7 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   }
 }
 
-// The whole call on NCCL, on the caller's stream (a split whose PCIe share is empty).
+// The whole call on NCCL, on stream `s`.
 Result Orchestrator::nccl_whole(const SplitCall& call, cudaStream_t s) {
   const size_t n = call.count;
   switch (call.collective) {
@@ -357,7 +352,7 @@ Result Orchestrator::settle_one() {
   p.record.next_pcie_share = table_->shares_for(p.record.what.collective, type, p.record.bytes).fraction(1);
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nccl %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
              std::string(collective_name(p.record.what.collective)).c_str(),
-             std::string(datatype_name(type)).c_str(), op_text(p.record.what.op), p.record.bytes,
+             std::string(datatype_name(type)).c_str(), op_text(p.record.what.op).c_str(), p.record.bytes,
              static_cast<unsigned long long>(p.record.call), p.record.nccl_elements, p.record.pcie_elements,
              p.record.nccl_seconds * 1e3, p.record.pcie_seconds * 1e3, p.record.next_pcie_share);
   trace(p.record);

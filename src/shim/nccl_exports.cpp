@@ -125,12 +125,6 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
   return count_operation(to_nccl(), true);
 }
 
-braid::multipath::SplitCall split_call(braid::Collective c, const void* send, void* recv, size_t count,
-                                       ncclDataType_t type, ncclRedOp_t op, int root) {
-  return {c, send, recv, count, type, op, root};
-}
-
-
 }  // namespace
 
 extern "C" {
@@ -308,30 +302,31 @@ BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 // ---- collectives: the five braid splits, then those that go to NCCL alone ----
 
 using braid::Collective;
+using braid::multipath::SplitCall;
 
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(comm, split_call(Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root), stream,
+  return split_or_forward(comm, SplitCall{Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root}, stream,
                           [&] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  return split_or_forward(comm, split_call(Collective::Broadcast, buff, buff, count, datatype, ncclSum, root), stream,
+  return split_or_forward(comm, SplitCall{Collective::Broadcast, buff, buff, count, datatype, ncclSum, root}, stream,
                           [&] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
   return split_or_forward(
-      comm, split_call(Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root), stream,
+      comm, SplitCall{Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root}, stream,
       [&] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
-  return split_or_forward(comm, split_call(Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0), stream,
+  return split_or_forward(comm, SplitCall{Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream,
                           [&] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
@@ -339,14 +334,14 @@ BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
   return split_or_forward(
-      comm, split_call(Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0), stream,
+      comm, SplitCall{Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, stream,
       [&] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return split_or_forward(
-      comm, split_call(Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0), stream,
+      comm, SplitCall{Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0}, stream,
       [&] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 

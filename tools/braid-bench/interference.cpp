@@ -11,10 +11,6 @@ namespace braid::bench {
 
 namespace {
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 double time_nccl(NcclPath& nccl, const CaseSpec& spec, const std::vector<const void*>& send,
                  const std::vector<void*>& recv, int iters) {
   nccl.synchronize();

@@ -9,13 +9,9 @@
 
 namespace braid::bench {
 
-namespace {
-
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-
-}  // namespace
 
 DeviceBuffers::DeviceBuffers(RankThreads& threads, size_t bytes, bool with_host)
     : threads_(threads), bytes_(bytes), send_(threads.size()), recv_(threads.size()),

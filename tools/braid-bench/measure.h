@@ -11,6 +11,9 @@
 
 namespace braid::bench {
 
+// Wall-clock seconds (steady clock) for the benchmark's timings.
+double now_seconds();
+
 struct PathResult {
   double time_us = 0;   // per iteration
   double algbw = 0;     // GB/s

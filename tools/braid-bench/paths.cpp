@@ -11,13 +11,24 @@ namespace {
 
 ncclDataType_t nccl_type(DataType t) { return static_cast<ncclDataType_t>(t); }
 
+// One rank's call of `spec` on NCCL alone.
+void issue_nccl(const CaseSpec& spec, const void* send, void* recv, ncclRedOp_t op, ncclComm_t comm,
+                cudaStream_t s) {
+  const size_t n = spec.shape.param_count;
+  const ncclDataType_t t = nccl_type(spec.type);
+  switch (spec.collective) {
+    case Collective::AllReduce: BENCH_NCCL(ncclAllReduce(send, recv, n, t, op, comm, s)); break;
+    case Collective::AllGather: BENCH_NCCL(ncclAllGather(send, recv, n, t, comm, s)); break;
+    case Collective::ReduceScatter: BENCH_NCCL(ncclReduceScatter(send, recv, n, t, op, comm, s)); break;
+    case Collective::Broadcast: BENCH_NCCL(ncclBroadcast(send, recv, n, t, spec.root, comm, s)); break;
+    case Collective::Reduce: BENCH_NCCL(ncclReduce(send, recv, n, t, op, spec.root, comm, s)); break;
+    case Collective::AllToAll: BENCH_NCCL(ncclAlltoAll(send, recv, n, t, comm, s)); break;
+  }
+}
+
 multipath::NcclEntryPoints linked_nccl() {
   multipath::NcclEntryPoints e;
-  e.bootstrap.comm_count = ncclCommCount;
-  e.bootstrap.comm_user_rank = ncclCommUserRank;
-  e.bootstrap.comm_cu_device = ncclCommCuDevice;
-  e.bootstrap.broadcast = ncclBroadcast;
-  e.bootstrap.get_error_string = ncclGetErrorString;
+  e.bootstrap = api::linked_nccl_calls();
   e.all_reduce = ncclAllReduce;
   e.reduce = ncclReduce;
   e.all_gather = ncclAllGather;
@@ -117,22 +128,11 @@ std::vector<multipath::SplitRecord> BraidPath::take_splits() {
 void BraidPath::issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv) {
   multipath::SplitCall call{spec.collective, send, recv, spec.shape.param_count, nccl_type(spec.type),
                             op_for(rank, spec), spec.root};
-  ncclComm_t comm = nccl_comms_[rank];
-  cudaStream_t s = streams_[rank];
   if (orchestrators_[rank]->wants(call)) {
-    BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, s)), nullptr);
+    BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, streams_[rank])), nullptr);
     return;
   }
-  const size_t n = call.count;
-  const ncclDataType_t t = call.type;
-  switch (spec.collective) {
-    case Collective::AllReduce: BENCH_NCCL(ncclAllReduce(send, recv, n, t, call.op, comm, s)); break;
-    case Collective::AllGather: BENCH_NCCL(ncclAllGather(send, recv, n, t, comm, s)); break;
-    case Collective::ReduceScatter: BENCH_NCCL(ncclReduceScatter(send, recv, n, t, call.op, comm, s)); break;
-    case Collective::Broadcast: BENCH_NCCL(ncclBroadcast(send, recv, n, t, spec.root, comm, s)); break;
-    case Collective::Reduce: BENCH_NCCL(ncclReduce(send, recv, n, t, call.op, spec.root, comm, s)); break;
-    case Collective::AllToAll: BENCH_NCCL(ncclAlltoAll(send, recv, n, t, comm, s)); break;
-  }
+  issue_nccl(spec, send, recv, call.op, nccl_comms_[rank], streams_[rank]);
 }
 
 ncclRedOp_t BraidPath::op_for(int rank, const CaseSpec& spec) const {
@@ -192,22 +192,11 @@ void NcclPath::prepare(DataType type) {
 
 void NcclPath::issue_all(const CaseSpec& spec, const std::vector<const void*>& send,
                          const std::vector<void*>& recv) {
-  const size_t n = spec.shape.param_count;
-  const ncclDataType_t t = nccl_type(spec.type);
   BENCH_NCCL(ncclGroupStart());
   for (size_t r = 0; r < comms_.size(); ++r) {
     const ncclRedOp_t op = spec.op == RedOp::PreMulSum ? premulsum_.at(static_cast<int>(spec.type))[r]
                                                        : static_cast<ncclRedOp_t>(spec.op);
-    ncclComm_t comm = comms_[r];
-    cudaStream_t s = streams_[r];
-    switch (spec.collective) {
-      case Collective::AllReduce: BENCH_NCCL(ncclAllReduce(send[r], recv[r], n, t, op, comm, s)); break;
-      case Collective::AllGather: BENCH_NCCL(ncclAllGather(send[r], recv[r], n, t, comm, s)); break;
-      case Collective::ReduceScatter: BENCH_NCCL(ncclReduceScatter(send[r], recv[r], n, t, op, comm, s)); break;
-      case Collective::Broadcast: BENCH_NCCL(ncclBroadcast(send[r], recv[r], n, t, spec.root, comm, s)); break;
-      case Collective::Reduce: BENCH_NCCL(ncclReduce(send[r], recv[r], n, t, op, spec.root, comm, s)); break;
-      case Collective::AllToAll: BENCH_NCCL(ncclAlltoAll(send[r], recv[r], n, t, comm, s)); break;
-    }
+    issue_nccl(spec, send[r], recv[r], op, comms_[r], streams_[r]);
   }
   BENCH_NCCL(ncclGroupEnd());
 }

@@ -48,11 +48,11 @@ std::vector<PhaseCall> run_phases(RankThreads& threads, BraidPath& braid, const 
       double start = 0, end = 0;
       threads.run_all([&](int rank) {
         sync.arrive_and_wait();
-        if (rank == 0) start = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        if (rank == 0) start = now_seconds();
         braid.issue(rank, spec, layout.send_arg(spec, rank), layout.recv_arg(spec, rank));
         BENCH_CUDA(cudaStreamSynchronize(braid.stream(rank)));
         sync.arrive_and_wait();
-        if (rank == 0) end = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        if (rank == 0) end = now_seconds();
       });
       calls.push_back({static_cast<int>(p), phases[p].noise, (end - start) * 1e6, -1});
     }
