@@ -74,23 +74,25 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) 
   path.live.store(path.orchestrator.get());
 }
 
+// A graph replay cannot reproduce braid's host-driven share: captured calls go to NCCL alone.
+bool captured(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return true;  // a stream CUDA cannot describe is not one to fork from
+  }
+  if (capture == cudaStreamCaptureStatusNone) return false;
+  static std::once_flag logged;
+  std::call_once(logged, [] { BRAID_INFO(Shim, "multipath: collectives captured in a CUDA graph go to NCCL alone"); });
+  return true;
+}
+
 }  // namespace
 
 bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
   // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
   // for it on the host: such calls go to NCCL alone (docs/SHIM.md).
   if (this_thread_group().in_group() || !multipath::splittable(call.collective)) return false;
-  // A graph replay cannot reproduce braid's host-driven share: captured calls go to NCCL alone.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (capture != cudaStreamCaptureStatusNone) {
-    static std::once_flag logged;
-    std::call_once(logged, [] { BRAID_INFO(Shim, "multipath: collectives captured in a CUDA graph go to NCCL alone"); });
-    return false;
-  }
   const auto state = comm_table().find(comm);
   if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking) return false;
   PciePath& path = *state->pcie_path;
@@ -100,9 +102,11 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     // (with the automatic threshold, the smallest it can be: 1 MiB).
     const int64_t min_bytes = settings().split_min_bytes > 0 ? settings().split_min_bytes : int64_t{1} << 20;
     if (multipath::message_bytes(call, state->nranks) < static_cast<size_t>(min_bytes)) return false;
+    if (captured(stream)) return false;
     make_orchestrator(comm, *state, path);
   }
-  if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
+  // Asked only of calls that would be split, so small collectives pay no CUDA call here.
+  if (!path.orchestrator || !path.orchestrator->wants(call) || captured(stream)) return false;
   *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
   return true;
 }
