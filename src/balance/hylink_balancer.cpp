@@ -29,10 +29,11 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
   }
   idle_calls_ = 0;
   const double r = t_d / t_p;
+  if (params_.latency_aware) learn_fixed_time(t_p, r > 1.0 - params_.gamma);
   if (r <= 1.0 - params_.gamma) {
     // A failed probe, or a share so small it pays the path's fixed latency for almost no data:
     // PCIe does not pay at this size now. Leave it and probe again later.
-    const double decreased = alpha_ * r;
+    const double decreased = params_.latency_aware ? balanced_share(t_d, t_p) : alpha_ * r;
     if (alpha_ <= params_.probe_share || decreased < params_.probe_share / 4) {
       alpha_ = 0;
       backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
@@ -41,10 +42,47 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
     }
   } else if (r >= 1.0 + params_.gamma) {
     backoff_ = 1;
-    alpha_ = alpha_ < params_.probe_share ? params_.probe_share : alpha_ * r * params_.lambda;
+    alpha_ = alpha_ < params_.probe_share ? params_.probe_share
+             : params_.latency_aware      ? balanced_share(t_d, t_p) * params_.lambda
+                                          : alpha_ * r * params_.lambda;
   }
   alpha_ = std::clamp(alpha_, 0.0, 1.0);
   if (alpha_ * kShareUnits < 0.5) alpha_ = 0;  // would cut nothing: say so
+}
+
+void HyLinkBalancer::learn_fixed_time(double t_p, bool pcie_paid) {
+  const double a = alpha_;
+  line_fits_ = false;
+  if (a <= 0 || a >= 1) return;
+  // A line learned in another state of the machine (before interference started or stopped)
+  // does not predict this call: step without it, but keep it for when that state returns.
+  line_fits_ = std::abs(fixed_s_ + a * per_share_s_ - t_p) <= 0.25 * t_p;
+  // Fit only calls where PCIe kept up: under interference that makes it the bottleneck the
+  // balancer leaves PCIe whatever the line says, and a line fitted there would be the wrong one
+  // to step by once the interference stops.
+  if (!pcie_paid) return;
+  const double a0 = last_alpha_, t0 = last_t_p_;
+  last_alpha_ = a;
+  last_t_p_ = t_p;
+  if (a0 <= 0 || std::abs(a - a0) < 0.2 * std::max(a, a0)) return;
+  // Two points of t_p = L + a*P. A fit that is not a plausible line (the machine changed between
+  // the calls: interference started or stopped) keeps the previous estimate.
+  const double per_share = (t_p - t0) / (a - a0);
+  const double fixed = t_p - a * per_share;
+  if (per_share > 0 && fixed >= 0 && fixed <= std::min(t_p, t0)) {
+    fixed_s_ = fixed;
+    per_share_s_ = per_share;
+    line_fits_ = true;
+  }
+}
+
+double HyLinkBalancer::balanced_share(double t_d, double t_p) const {
+  const double a = alpha_;
+  if (a <= 0 || a >= 1) return a * (t_d / t_p);  // one path carried everything: no model
+  const double fixed = line_fits_ ? std::min(fixed_s_, 0.9 * t_p) : 0.0;
+  const double whole_nvlink = t_d / (1.0 - a);          // D: NVLink carrying the whole call
+  const double whole_pcie = (t_p - fixed) / a;          // P: PCIe's data time for the whole call
+  return std::max(0.0, (whole_nvlink - fixed) / (whole_nvlink + whole_pcie));
 }
 
 void HyLinkBalancer::on_issue() {

@@ -12,6 +12,10 @@
 // - The decrease is alpha *= r instead of halving: halving throws away half of a share that was
 //   nearly right when r is just below 1-gamma, and needs several calls to leave PCIe when
 //   interference makes it 50x slower (r ~ 0.02; measured with braid-bench --phases).
+// - latency_aware: alpha*r ignores the PCIe share's fixed cost (~0.2 ms on the H200 against
+//   ~0.9 ms for a 256 MB call), so after a probe it grows by a fraction of the gap per step. The
+//   step instead solves (1-a)*D = L + a*P for a, with D and P scaled from the call's times and
+//   L fitted from the last two calls at shares at least 20% apart.
 #pragma once
 
 #include "balance/balancer.h"
@@ -23,7 +27,10 @@ struct HyLinkParams {
   double lambda = 0.97;       // damping of the proportional step
   double initial_alpha = 0.0; // the paper starts from the dedicated link alone
   double probe_share = 1.0 / 64;
-  int max_backoff = 4;        // calls between probes at most: see docs/BALANCE.md
+  int max_backoff = 2;        // calls between probes at most: see docs/BALANCE.md
+  // Step to where the paths' times meet under "PCIe time = fixed + share x per-share time", with
+  // the fixed part learned from two recent calls at different shares (see docs/BALANCE.md).
+  bool latency_aware = true;
 };
 
 class HyLinkBalancer final : public Balancer {
@@ -40,14 +47,25 @@ class HyLinkBalancer final : public Balancer {
     return std::make_unique<HyLinkBalancer>(*this);
   }
   double alpha() const { return alpha_; }
+  // PCIe's fixed time per call as last learned (0 until two calls at different shares agree).
+  double fixed_seconds() const { return fixed_s_; }
 
  private:
+  // The share at which t_d and t_p meet, from a call at `alpha` that took t_d and t_p.
+  double balanced_share(double t_d, double t_p) const;
+  void learn_fixed_time(double t_p, bool pcie_paid);
+
   HyLinkParams params_;
   double alpha_;
   int backoff_ = 1;
   int idle_calls_ = 0;
   bool probe_next_ = false;         // alpha_ is a probe share not yet issued
   bool probe_outstanding_ = false;  // a probe was issued; its times are not back yet
+  double fixed_s_ = 0;              // learned line of the PCIe share: t_p = fixed + a * per_share
+  double per_share_s_ = 0;
+  bool line_fits_ = false;          // the line predicts the call being observed
+  double last_alpha_ = 0;           // the previous call with PCIe busy: its share and time
+  double last_t_p_ = 0;
 };
 
 }  // namespace braid::balance

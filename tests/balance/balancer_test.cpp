@@ -94,7 +94,7 @@ Shares best_static_split() {
 }
 
 TEST(HyLink, AlgorithmOneStepsExactly) {
-  HyLinkBalancer b(HyLinkParams{.initial_alpha = 0.5});
+  HyLinkBalancer b(HyLinkParams{.initial_alpha = 0.5, .latency_aware = false});
   const double pcie_slow[] = {1.0, 2.0};  // r = 0.5 <= 0.95: halve
   b.observe(pcie_slow);
   EXPECT_DOUBLE_EQ(b.alpha(), 0.25);
@@ -145,6 +145,46 @@ TEST(HyLink, FailedProbesBackOff) {
   while (b.alpha() == 0) b.observe(only_nvlink);
   b.observe(pcie_fast);
   EXPECT_GT(b.alpha(), 1.0 / 64);
+}
+
+// With PCIe time = L + a*P and NVLink time = (1-a)*D, two calls at shares 20% apart give the line,
+// and the next step lands where the times meet (damped by lambda) instead of alpha*r, which
+// counts L as if it were data time and undershoots.
+TEST(HyLink, LatencyAwareStepLandsWhereTheTimesMeet) {
+  const double L = 0.2e-3, P = 8e-3, D = 0.9e-3;
+  const double balanced = (D - L) / (D + P);  // (1-a)D = L + aP
+  auto times = [&](double a) { return std::vector<double>{(1 - a) * D, L + a * P}; };
+  HyLinkBalancer b(HyLinkParams{.initial_alpha = 1.0 / 64});
+  b.observe(times(b.alpha()));  // no line yet: the model without L
+  const double second = b.alpha();
+  EXPECT_GT(second, 1.2 / 64);
+  EXPECT_LT(second, balanced);
+  b.observe(times(second));  // two points: the line, then the step to the balance
+  EXPECT_NEAR(b.fixed_seconds(), L, 1e-12);
+  EXPECT_NEAR(b.alpha(), balanced * 0.97, 1e-9);
+
+  HyLinkBalancer plain(HyLinkParams{.initial_alpha = second, .latency_aware = false});
+  plain.observe(times(second));
+  EXPECT_LT(plain.alpha(), 0.9 * balanced * 0.97) << "the plain rule undershoots";
+}
+
+// The line is learned only from calls where PCIe kept up, so heavy interference (PCIe 50x
+// slower) neither teaches a wrong one nor loses the quiet one: the first quiet probe after it
+// steps straight to the balance.
+TEST(HyLink, QuietLineSurvivesInterference) {
+  const double L = 0.2e-3, P = 8e-3, D = 0.9e-3;
+  auto times = [&](double a, double slow) {
+    return std::vector<double>{(1 - a) * D, a > 0 ? (L + a * P) * slow : 0.0};
+  };
+  HyLinkBalancer b(HyLinkParams{.initial_alpha = 1.0 / 64});
+  for (int call = 0; call < 6; ++call) b.observe(times(b.alpha(), 1));
+  const double quiet = b.alpha();
+  for (int call = 0; call < 20; ++call) b.observe(times(b.alpha(), 50));
+  EXPECT_NEAR(b.fixed_seconds(), L, 1e-9);
+  while (b.alpha() == 0) b.observe(times(0, 1));  // wait for the probe
+  EXPECT_DOUBLE_EQ(b.alpha(), 1.0 / 64);
+  b.observe(times(b.alpha(), 1));
+  EXPECT_NEAR(b.alpha(), quiet, 0.05 * quiet);
 }
 
 // A 50x slower PCIe (interference) leaves PCIe in one step, not one halving per call.

@@ -58,72 +58,74 @@ TEST(SplitTable, SmallMessagesStayOnTheDedicatedPathAndKeysAreIndependent) {
   EXPECT_EQ(table.shares_for(Collective::AllGather, DataType::Float32, 64 << 20), dedicated_only(2));
 }
 
-// Each rank sees its own times; after the all-gather every replica gets the same matrix, but
-// here each replica also gets its rows in a different order. All must stay bitwise equal.
-// The orchestrator chooses call k's split before it learns call k-1's times. Fed that way
-// (update_used with the shares each call used), HyLink still settles where both paths take the
-// same time, and FlexLink, which learns only from its current shares, skips stale calls.
+// The orchestrator chooses call k's split before it learns call k-1's times: feeds a table that
+// way (update_used with the shares each call used) for `calls` all_reduces of `bytes`.
+struct LaggedRun {
+  std::vector<Shares> used;                // per call
+  std::vector<std::vector<double>> times;  // per call, per path
+};
+LaggedRun run_lagged(SplitTable& table, const PathSimulator& sim, size_t bytes, int calls) {
+  LaggedRun run;
+  for (int call = 0; call < calls; ++call) {
+    run.used.push_back(table.issue(Collective::AllReduce, DataType::Float32, bytes));
+    run.times.push_back(sim.path_seconds(call, bytes, run.used.back()));
+    if (call > 0) {
+      EXPECT_EQ(table.update_used(Collective::AllReduce, DataType::Float32, bytes,
+                                  run.used[call - 1], run.times[call - 1], 1),
+                Result::Success);
+    }
+  }
+  return run;
+}
+
+// Fed with that lag, HyLink still settles where both paths take the same time, and FlexLink,
+// which learns only from its current shares, skips stale calls.
 TEST(SplitTable, LaggedUpdatesWithTheSharesUsedConverge) {
   const PathSimulator sim({SimPath{10e-6, 320e9}, SimPath{230e-6, 33e9}});
-  const size_t bytes = size_t{1} << 30;
   for (const char* kind : {"hylink", "flexlink"}) {
     SplitTable table(make(kind), 1);
-    Shares previous_used;
-    std::vector<double> previous_times;
-    double last_imbalance = 1;
-    for (int call = 0; call < 60; ++call) {
-      const Shares used = table.issue(Collective::AllReduce, DataType::Float32, bytes);
-      const std::vector<double> t = sim.path_seconds(call, bytes, used);
-      if (!previous_times.empty()) {
-        ASSERT_EQ(table.update_used(Collective::AllReduce, DataType::Float32, bytes, previous_used,
-                                    previous_times, 1),
-                  Result::Success);
-      }
-      previous_used = used;
-      previous_times = t;
-      last_imbalance = t[1] > 0 ? std::abs(t[0] - t[1]) / std::max(t[0], t[1]) : 1;
-    }
+    const LaggedRun run = run_lagged(table, sim, size_t{1} << 30, 60);
+    const std::vector<double>& t = run.times.back();
+    const double last_imbalance = t[1] > 0 ? std::abs(t[0] - t[1]) / std::max(t[0], t[1]) : 1;
     std::printf("[sim] %s with lagged updates: last PCIe share %.4f, imbalance %.3f\n", kind,
-                previous_used.fraction(1), last_imbalance);
+                run.used.back().fraction(1), last_imbalance);
     if (std::string(kind) == "hylink") {
       EXPECT_LT(last_imbalance, 0.10);
     }
-    EXPECT_GT(previous_used.fraction(1), 0.02) << kind;
+    EXPECT_GT(run.used.back().fraction(1), 0.02) << kind;
   }
 }
 
 // The same lagged feeding through PCIe interference like braid-bench --phases saw on the H200
-// (bursts made PCIe ~50x slower in calls 30-59): HyLink leaves PCIe within 3 calls of the start
-// and is back near its quiet share within 10 calls of the end.
+// (bursts made PCIe ~50x slower from call 30): HyLink leaves PCIe within 3 calls of the start
+// and is back at 80% of its quiet share within 5 calls of the end, whichever call the
+// interference ends on (the end's phase against the probe backoff is the worst case).
 TEST(SplitTable, LaggedHyLinkLeavesAndReturnsAroundInterference) {
-  const PathSimulator sim({SimPath{10e-6, 320e9}, SimPath{230e-6, 33e9}}, {SimInterference{1, 30, 60, 0.02}});
-  const size_t bytes = size_t{256} << 20;
-  SplitTable table(make("hylink"), 1);
-  Shares previous_used;
-  std::vector<double> previous_times, share(90);
-  for (int call = 0; call < 90; ++call) {
-    const Shares used = table.issue(Collective::AllReduce, DataType::Float32, bytes);
-    share[call] = used.fraction(1);
-    const std::vector<double> t = sim.path_seconds(call, bytes, used);
-    if (!previous_times.empty()) {
-      ASSERT_EQ(table.update_used(Collective::AllReduce, DataType::Float32, bytes, previous_used, previous_times, 1),
-                Result::Success);
-    }
-    previous_used = used;
-    previous_times = t;
+  int worst_left = 0, worst_back = 0;
+  for (int end = 50; end < 60; ++end) {
+    const PathSimulator sim({SimPath{10e-6, 320e9}, SimPath{230e-6, 33e9}},
+                            {SimInterference{1, 30, end, 0.02}});
+    SplitTable table(make("hylink"), 1);
+    const LaggedRun run = run_lagged(table, sim, size_t{256} << 20, end + 30);
+    auto share = [&](int call) { return run.used[call].fraction(1); };
+    const double quiet = share(29);
+    ASSERT_GT(quiet, 0.02);
+    int left = 30;
+    while (left < end && share(left) > 0) ++left;
+    int back = end;
+    while (back < end + 30 && share(back) < 0.8 * quiet) ++back;
+    worst_left = std::max(worst_left, left - 30);
+    worst_back = std::max(worst_back, back - end);
   }
-  const double quiet = share[29];
-  int left = 30;
-  while (left < 60 && share[left] > 0) ++left;
-  int back = 60;
-  while (back < 90 && share[back] < 0.8 * quiet) ++back;
-  std::printf("[sim] lagged hylink: quiet share %.4f, PCIe left %d calls after the start, back %d calls after the end\n",
-              quiet, left - 30, back - 60);
-  EXPECT_GT(quiet, 0.02);
-  EXPECT_LE(left - 30, 3);
-  EXPECT_LE(back - 60, 10);
+  std::printf("[sim] lagged hylink, interference ending at calls 50-59: PCIe left at most %d calls "
+              "after the start, back at most %d calls after the end\n",
+              worst_left, worst_back);
+  EXPECT_LE(worst_left, 3);
+  EXPECT_LE(worst_back, 5);
 }
 
+// Each rank sees its own times; after the all-gather every replica gets the same matrix, but
+// here each replica also gets its rows in a different order. All must stay bitwise equal.
 TEST(SplitTable, ReplicasFedTheSameTimesAgreeBitwise) {
   for (std::string_view kind : {"hylink", "flexlink"}) {
     constexpr int kRanks = 4;
