@@ -97,6 +97,26 @@ Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank
 
 }  // namespace
 
+Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const char* what,
+                       const std::function<ncclResult_t(void* buffer, cudaStream_t)>& collective) {
+  void* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  Result r = cuda_check(cudaMalloc(&buffer, bytes), "cudaMalloc (round trip through NCCL)");
+  if (r == Result::Success)
+    r = cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (r == Result::Success)
+    r = cuda_check(cudaMemcpyAsync(buffer, host, bytes, cudaMemcpyHostToDevice, stream),
+                   "cudaMemcpyAsync (round trip through NCCL)");
+  if (r == Result::Success) r = nccl_check(nccl, collective(buffer, stream), what);
+  if (r == Result::Success)
+    r = cuda_check(cudaMemcpyAsync(host, buffer, bytes, cudaMemcpyDeviceToHost, stream),
+                   "cudaMemcpyAsync (round trip through NCCL)");
+  if (r == Result::Success) r = cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  if (buffer != nullptr) cudaFree(buffer);
+  return r;
+}
+
 Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
   if (calls.comm_count == nullptr || calls.comm_user_rank == nullptr || calls.comm_cu_device == nullptr ||
       calls.broadcast == nullptr)
@@ -117,24 +137,11 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls)
     const ncclResult_t made = braidGetUniqueId(&id);
     if (made != ncclSuccess) return static_cast<Result>(made);
   }
-  // The id travels through NCCL itself, on a device buffer and a private stream.
-  void* buffer = nullptr;
-  cudaStream_t stream = nullptr;
-  Result r = cuda_check(cudaMalloc(&buffer, sizeof id), "cudaMalloc (unique id)");
-  if (r == Result::Success)
-    r = cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  if (r == Result::Success)
-    r = cuda_check(cudaMemcpyAsync(buffer, &id, sizeof id, cudaMemcpyHostToDevice, stream),
-                   "cudaMemcpyAsync (unique id)");
-  if (r == Result::Success)
-    r = nccl_check(calls, calls.broadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl, stream),
-                   "ncclBroadcast of the unique id");
-  if (r == Result::Success)
-    r = cuda_check(cudaMemcpyAsync(&id, buffer, sizeof id, cudaMemcpyDeviceToHost, stream),
-                   "cudaMemcpyAsync (unique id)");
-  if (r == Result::Success) r = cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  if (stream != nullptr) cudaStreamDestroy(stream);
-  if (buffer != nullptr) cudaFree(buffer);
+  Result r = host_round_trip(&id, sizeof id, calls, "ncclBroadcast of the unique id",
+                             [&](void* buffer, cudaStream_t stream) {
+                               return calls.broadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl,
+                                                      stream);
+                             });
   if (r == Result::Success) r = init_rank(out, nranks, id, rank);
   cudaSetDevice(previous);
   return r;

@@ -5,6 +5,8 @@
 
 #include <nccl.h>
 
+#include <functional>
+
 #include "api/comm.h"
 
 namespace braid::api {
@@ -20,6 +22,12 @@ struct NcclCalls {
 
 // braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
 Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
+
+// Small agreements between ranks (an id, a flag) travel through NCCL itself: copies host[0..bytes)
+// to a device buffer of the current device, runs `collective` in place on it on a private stream,
+// and copies the result back. `what` names the step in the error.
+Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const char* what,
+                       const std::function<ncclResult_t(void* buffer, cudaStream_t)>& collective);
 
 // The table over the NCCL a program links (defined in braid_api_nccl, which links it).
 NcclCalls linked_nccl_calls();

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "api/nccl_calls.h"
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -39,20 +40,18 @@ bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool min
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
+  api::NcclCalls calls;
+  calls.get_error_string = real.ncclGetErrorString;
   int flag = mine ? 1 : 0;
-  int* buffer = nullptr;
-  cudaStream_t stream = nullptr;
-  bool ok = cudaMalloc(&buffer, sizeof flag) == cudaSuccess &&
-            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
-            cudaMemcpyAsync(buffer, &flag, sizeof flag, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
-            real.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMin, comm, stream) == ncclSuccess &&
-            cudaMemcpyAsync(&flag, buffer, sizeof flag, cudaMemcpyDeviceToHost, stream) == cudaSuccess &&
-            cudaStreamSynchronize(stream) == cudaSuccess;
-  if (stream != nullptr) cudaStreamDestroy(stream);
-  if (buffer != nullptr) cudaFree(buffer);
+  const Result r = api::host_round_trip(
+      &flag, sizeof flag, calls, "the PCIe paths' readiness (ncclAllReduce min)",
+      [&](void* buffer, cudaStream_t stream) {
+        return real.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMin, comm, stream);
+      });
+  if (r != Result::Success) BRAID_WARN(Shim, "multipath: %s", last_error());
   cudaGetLastError();
   cudaSetDevice(previous);
-  return ok && flag == 1;
+  return r == Result::Success && flag == 1;
 }
 
 void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) {
