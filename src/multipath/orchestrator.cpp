@@ -247,6 +247,13 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (failed_ != Result::Success)
     return fail(failed_, "multipath: braid's PCIe path failed earlier on this communicator: %s",
                  failed_text_.c_str());
+  // The caller's current device is the caller's (one thread may drive several GPUs): restored.
+  int caller_device = device_;
+  cudaGetDevice(&caller_device);
+  struct RestoreDevice {
+    int device;
+    ~RestoreDevice() { cudaSetDevice(device); }
+  } restore{caller_device};
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
 
   // The split comes from the table before the previous call is settled (below), so NCCL's share

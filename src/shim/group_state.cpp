@@ -6,6 +6,7 @@ void GroupState::on_start() {
   if (depth_ == 0) {
     pending_collectives_ = 0;
     pending_p2p_ = 0;
+    mixed_ = false;
   }
   ++depth_;
 }

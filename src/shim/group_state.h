@@ -15,6 +15,11 @@ class GroupState {
   // After NCCL accepted a collective (true) or a send/recv (false).
   void on_operation(bool collective);
 
+  // Whether the open outermost group may still hold its collectives back for splitting at its
+  // end: only while everything it got was held back (stop_deferring when something is not).
+  bool deferring() const { return depth_ > 0 && !mixed_; }
+  void stop_deferring() { mixed_ = true; }
+
   int depth() const { return depth_; }
   bool in_group() const { return depth_ > 0; }
   // Operations queued so far inside the open outermost group.
@@ -26,6 +31,7 @@ class GroupState {
 
  private:
   int depth_ = 0;
+  bool mixed_ = false;
   int pending_collectives_ = 0;
   int pending_p2p_ = 0;
   int last_group_collectives_ = 0;

@@ -5,9 +5,11 @@
 // operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
 #include <cstring>
 
+#include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
 #include "shim/comm_table.h"
+#include "shim/group_split.h"
 #include "shim/group_state.h"
 #include "shim/pcie_path.h"
 #include "shim/real_nccl.h"
@@ -108,21 +110,45 @@ void forget(ncclComm_t comm, bool abort) {
   braid::shim::comm_table().erase(comm);
 }
 
-ncclResult_t count_operation(ncclResult_t result, bool collective) {
-  if (braid_enabled() && accepted(result)) braid::shim::this_thread_group().on_operation(collective);
+// A group that gets an operation braid does not hold back goes to NCCL alone: the calls held so
+// far go to NCCL first, inside the group and in their order (group_split.h).
+ncclResult_t release_held_calls() {
+  auto& group = braid::shim::this_thread_group();
+  if (!group.deferring()) return ncclSuccess;
+  group.stop_deferring();
+  return braid::shim::hand_held_to_nccl(braid::shim::this_thread_held());
+}
+
+// An operation braid hands to NCCL alone (collective: not send/recv), through `to_nccl`.
+template <typename ToNccl>
+ncclResult_t operation(bool collective, ToNccl to_nccl) {
+  if (!braid_enabled()) return to_nccl();
+  const ncclResult_t released = release_held_calls();
+  if (released != ncclSuccess) return released;
+  const ncclResult_t result = to_nccl();
+  if (accepted(result)) braid::shim::this_thread_group().on_operation(collective);
   return result;
 }
 
-// A collective braid may split: split it, or hand it to NCCL alone through `to_nccl`.
+// A collective braid may split: split it (or, inside a group, hold it to split at the group's
+// end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
 ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall& call, cudaStream_t stream,
                               ToNccl to_nccl) {
-  ncclResult_t result = ncclSuccess;
-  if (braid_enabled() && real_nccl().found && braid::shim::try_split(comm, call, stream, &result)) {
-    t_braid_error_latest = result != ncclSuccess;
-    return result;
+  if (braid_enabled() && real_nccl().found) {
+    auto& group = braid::shim::this_thread_group();
+    if (group.deferring() && braid::shim::may_split_later(comm, call, stream)) {
+      braid::shim::this_thread_held().push_back({comm, call, stream, to_nccl});
+      group.on_operation(true);
+      return ncclSuccess;
+    }
+    ncclResult_t result = ncclSuccess;
+    if (braid::shim::try_split(comm, call, stream, &result)) {
+      t_braid_error_latest = result != ncclSuccess;
+      return result;
+    }
   }
-  return count_operation(to_nccl(), true);
+  return operation(true, to_nccl);
 }
 
 }  // namespace
@@ -307,27 +333,27 @@ using braid::multipath::SplitCall;
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return split_or_forward(comm, SplitCall{Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root}, stream,
-                          [&] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+                          [=] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
   return split_or_forward(comm, SplitCall{Collective::Broadcast, buff, buff, count, datatype, ncclSum, root}, stream,
-                          [&] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
+                          [=] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
   return split_or_forward(
       comm, SplitCall{Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root}, stream,
-      [&] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+      [=] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
   return split_or_forward(comm, SplitCall{Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream,
-                          [&] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+                          [=] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
@@ -335,41 +361,39 @@ BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff
                                             cudaStream_t stream) {
   return split_or_forward(
       comm, SplitCall{Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, stream,
-      [&] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+      [=] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return split_or_forward(
       comm, SplitCall{Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0}, stream,
-      [&] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+      [=] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream), true);
+  return operation(true, [&] { return BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream),
-                         true);
+  return operation(true, [&] { return BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       int root, ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream),
-                         true);
+  return operation(true, [&] { return BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream), false);
+  return operation(false, [&] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return count_operation(BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream), false);
+  return operation(false, [&] { return BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream); });
 }
 
 // ---- groups: NCCL keeps its own semantics; braid mirrors the per-thread depth ----
@@ -383,10 +407,22 @@ BRAID_EXPORT ncclResult_t ncclGroupStart() {
 BRAID_EXPORT ncclResult_t ncclGroupEnd() {
   const RealNccl& real = real_nccl();
   const bool reaches_nccl = real.found && real.ncclGroupEnd != nullptr;
+  auto& group = braid::shim::this_thread_group();
+  // The outermost end of a group that held its collectives back: NCCL's group is empty of them.
+  std::vector<braid::shim::HeldCollective> held;
+  if (braid_enabled() && reaches_nccl && group.depth() == 1) held.swap(braid::shim::this_thread_held());
   const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
   // NCCL leaves the group whatever the outcome, as long as the call reached it.
-  if (braid_enabled() && reaches_nccl) braid::shim::this_thread_group().on_end();
-  return result;
+  if (braid_enabled() && reaches_nccl) group.on_end();
+  if (held.empty()) return result;
+  if (result != ncclSuccess) {
+    BRAID_WARN(Shim, "ncclGroupEnd failed (%s); the group's %zu collectives held for splitting were not run",
+               real.ncclGetErrorString ? real.ncclGetErrorString(result) : "?", held.size());
+    return result;
+  }
+  const ncclResult_t split = braid::shim::split_held(std::move(held));
+  t_braid_error_latest = split != ncclSuccess;
+  return split;
 }
 
 BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {

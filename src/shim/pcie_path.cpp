@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <mutex>
+#include <optional>
 
 #include "api/nccl_calls.h"
 #include "common/log.h"
@@ -90,17 +91,37 @@ bool captured(cudaStream_t stream) {
 
 bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
   // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
-  // for it on the host: such calls go to NCCL alone (docs/SHIM.md).
-  if (this_thread_group().in_group() || !multipath::splittable(call.collective)) return false;
-  const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking) return false;
+  // for it on the host: such calls are held for the group's end (group_split.h) or go to NCCL.
+  if (this_thread_group().in_group()) return false;
+  return split_now(comm, call, stream, result);
+}
+
+namespace {
+
+// The communicator's state when braid could split on it at all; null otherwise.
+std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::SplitCall& call) {
+  if (!multipath::splittable(call.collective)) return std::nullopt;
+  auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking)
+    return std::nullopt;
+  return state;
+}
+
+// The smallest message that makes a communicator's PCIe path: every rank makes it at the same
+// call (with the automatic threshold, the smallest it can be: 1 MiB).
+size_t path_min_bytes() {
+  return settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
+}
+
+}  // namespace
+
+bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+  const auto state = splitting_state(comm, call);
+  if (!state) return false;
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   if (!path.attempted) {
-    // Only a call big enough to split makes the path, so every rank makes it at the same call
-    // (with the automatic threshold, the smallest it can be: 1 MiB).
-    const int64_t min_bytes = settings().split_min_bytes > 0 ? settings().split_min_bytes : int64_t{1} << 20;
-    if (multipath::message_bytes(call, state->nranks) < static_cast<size_t>(min_bytes)) return false;
+    if (multipath::message_bytes(call, state->nranks) < path_min_bytes()) return false;
     if (captured(stream)) return false;
     make_orchestrator(comm, *state, path);
   }
@@ -108,6 +129,20 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   if (!path.orchestrator || !path.orchestrator->wants(call) || captured(stream)) return false;
   *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
   return true;
+}
+
+bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream) {
+  if (!settings().split_groups) return false;
+  const auto state = splitting_state(comm, call);
+  if (!state) return false;
+  PciePath& path = *state->pcie_path;
+  {
+    std::lock_guard lock(path.mutex);
+    if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
+                       : multipath::message_bytes(call, state->nranks) < path_min_bytes())
+      return false;
+  }
+  return !captured(stream);
 }
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {

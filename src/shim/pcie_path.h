@@ -24,7 +24,13 @@ struct PciePath {
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
 // false when the caller must give the call to NCCL alone. `result` is the split call's result.
+// Inside a group: false (see may_split_later).
 bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
+// The same, whatever the calling thread's group (for calls held until their group ended).
+bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
+// Whether `call`, made inside a group, is worth holding until the group ends to split it then
+// (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
+bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
 
 // Bookkeeping the orchestrator needs from the rest of the API.
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);

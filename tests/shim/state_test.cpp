@@ -122,6 +122,27 @@ TEST(GroupState, NewGroupStartsFromZeroAndUnmatchedEndIsHarmless) {
   EXPECT_EQ(group.last_group_collectives(), 0);
 }
 
+// A group may hold its collectives back only until something else arrives, and only outside
+// groups nothing is held at all; the next outermost group starts holding again.
+TEST(GroupState, DeferringLastsUntilTheGroupGetsSomethingElse) {
+  GroupState group;
+  EXPECT_FALSE(group.deferring());
+  group.on_start();
+  EXPECT_TRUE(group.deferring());
+  group.on_start();  // nested: still the same outermost group
+  group.on_operation(true);
+  EXPECT_TRUE(group.deferring());
+  group.stop_deferring();
+  EXPECT_FALSE(group.deferring());
+  EXPECT_FALSE(group.on_end());
+  EXPECT_FALSE(group.deferring());
+  EXPECT_TRUE(group.on_end());
+  EXPECT_FALSE(group.deferring());
+  group.on_start();
+  EXPECT_TRUE(group.deferring());
+  EXPECT_TRUE(group.on_end());
+}
+
 TEST(GroupState, EachThreadHasItsOwn) {
   this_thread_group().on_start();
   this_thread_group().on_operation(true);

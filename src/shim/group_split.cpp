@@ -1,0 +1,70 @@
+#include "shim/group_split.h"
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <thread>
+
+#include "common/log.h"
+#include "shim/pcie_path.h"
+
+namespace braid::shim {
+
+std::vector<HeldCollective>& this_thread_held() {
+  thread_local std::vector<HeldCollective> held;
+  return held;
+}
+
+ncclResult_t hand_held_to_nccl(std::vector<HeldCollective>& held) {
+  ncclResult_t first = ncclSuccess;
+  for (HeldCollective& h : held) {
+    const ncclResult_t r = h.to_nccl();
+    if (first == ncclSuccess && r != ncclSuccess) first = r;
+  }
+  held.clear();
+  return first;
+}
+
+namespace {
+
+// One communicator's calls, in order, on the current thread (outside any group).
+ncclResult_t run_in_order(const std::vector<const HeldCollective*>& calls) {
+  ncclResult_t first = ncclSuccess;
+  for (const HeldCollective* h : calls) {
+    ncclResult_t r = ncclSuccess;
+    if (!split_now(h->comm, h->call, h->stream, &r)) r = h->to_nccl();
+    if (first == ncclSuccess && r != ncclSuccess) first = r;
+  }
+  return first;
+}
+
+}  // namespace
+
+ncclResult_t split_held(std::vector<HeldCollective> held) {
+  // Per communicator, in the order of first appearance (every rank's thread sees the same order).
+  std::vector<std::vector<const HeldCollective*>> per_comm;
+  std::map<ncclComm_t, size_t> index;
+  for (const HeldCollective& h : held) {
+    auto [it, fresh] = index.try_emplace(h.comm, per_comm.size());
+    if (fresh) per_comm.emplace_back();
+    per_comm[it->second].push_back(&h);
+  }
+  BRAID_INFO(Shim, "multipath: a group of %zu collectives on %zu communicators, split on %zu threads",
+             held.size(), per_comm.size(), per_comm.size());
+  int device = 0;
+  cudaGetDevice(&device);
+  std::vector<ncclResult_t> results(per_comm.size(), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < per_comm.size(); ++i)
+    threads.emplace_back([&, i] {
+      cudaSetDevice(device);  // as the caller's thread: NCCL calls made there see the same device
+      results[i] = run_in_order(per_comm[i]);
+    });
+  results[0] = run_in_order(per_comm[0]);
+  for (std::thread& t : threads) t.join();
+  for (ncclResult_t r : results)
+    if (r != ncclSuccess) return r;
+  return ncclSuccess;
+}
+
+}  // namespace braid::shim
