@@ -314,7 +314,10 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
 }
 
 Result Orchestrator::settle_pending() {
-  while (!pending_.empty()) BRAID_TRY(settle_one());
+  // BRAID_SPLIT_SETTLE_LAG = 2 keeps the previous call unsettled: its end events are then surely
+  // reached and the host goes straight on to this call's PCIe share (docs/MULTIPATH.md).
+  const size_t keep = settings().split_settle_lag >= 2 ? 1 : 0;
+  while (pending_.size() > keep) BRAID_TRY(settle_one());
   return Result::Success;
 }
 
