@@ -18,6 +18,12 @@ fi
     echo "## $c: multipath vs NCCL alone"
     timeout 150 $B --multipath -C $c -b 1K -e 1G -f 8 -n 20 -w 30 -J $OUT/mp_$c.json
   done
+  for c in all_gather reduce_scatter; do
+    echo "## $c with the copy-based NCCL share (BRAID_SPLIT_NCCL_SHARE=copy): multipath vs NCCL alone"
+    BRAID_SPLIT_NCCL_SHARE=copy timeout 100 $B --multipath -C $c -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_${c}_copy.json
+  done
+  echo "## all_reduce with BRAID_SPLIT_SETTLE_LAG=2: multipath vs NCCL alone"
+  BRAID_SPLIT_SETTLE_LAG=2 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_lag2.json
   echo "## the physical limit: braid's PCIe path alone at 256 MB and 1 GiB (NCCL alone is above)"
   timeout 100 $B --paths braid -C all_reduce -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allreduce.json
   timeout 100 $B --paths braid -C all_gather -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allgather.json

@@ -8,6 +8,7 @@ what=${1:-all}
 summary() { grep -E "^\[  (FAILED|PASSED) |WARN" "$1" | sort | uniq -c | sort -rn | head -12; }
 if [ "$what" = shim ]; then
   BRAID_TEST_PROGRESS=1 BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath.log 2>&1; echo "shim multipath rc=$?"; summary $OUT/shim_multipath.log; tail -3 $OUT/shim_multipath.log
+  BRAID_SPLIT_NCCL_SHARE=copy BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 120 $G/shim_group_gpu_test > $OUT/shim_group.log 2>&1; echo "shim group rc=$?"; summary $OUT/shim_group.log; tail -3 $OUT/shim_group.log
   exit 0
 fi
@@ -16,6 +17,7 @@ if [ "$what" != bench ]; then
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/api_collectives_threads_test > $OUT/threads.log 2>&1; echo "threads rc=$?"; summary $OUT/threads.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 150 $G/api_collectives_processes_test > $OUT/procs.log 2>&1; echo "processes rc=$?"; summary $OUT/procs.log
   BRAID_TEST_PROGRESS=1 BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath.log 2>&1; echo "shim multipath rc=$?"; summary $OUT/shim_multipath.log; tail -3 $OUT/shim_multipath.log
+  BRAID_SPLIT_NCCL_SHARE=copy BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 120 $G/shim_group_gpu_test > $OUT/shim_group.log 2>&1; echo "shim group rc=$?"; summary $OUT/shim_group.log; tail -3 $OUT/shim_group.log
 fi
 if [ "$what" != tests ]; then

@@ -65,6 +65,12 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
   cudaSetDevice(previous);
   BRAID_TRY(r);
 
+  const std::string& share_mode = settings().split_nccl_share;
+  if (share_mode != "inplace" && share_mode != "copy")
+    return fail(Result::InvalidArgument, "BRAID_SPLIT_NCCL_SHARE '%s' unknown: use inplace or copy",
+                share_mode.c_str());
+  o->copy_based_ = share_mode == "copy";
+
   std::unique_ptr<balance::Balancer> balancer;
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
   int64_t min_bytes = settings().split_min_bytes;
@@ -113,6 +119,7 @@ Orchestrator::~Orchestrator() {
   for (auto& [nccl_op, braid_op] : braid_ops_) braidRedOpDestroy(braid_op, braid_);
   if (nccl_stream_ != nullptr) cudaStreamSynchronize(nccl_stream_), cudaStreamDestroy(nccl_stream_);
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
+  if (scratch_ != nullptr) cudaFree(scratch_);
   for (const Timing& t : timings_) {
     if (t.fork) cudaEventDestroy(t.fork);
     if (t.nccl_end) cudaEventDestroy(t.nccl_end);
@@ -165,13 +172,16 @@ Result Orchestrator::braid_op(ncclRedOp_t op, ncclRedOp_t* out) {
 // AllReduce, Broadcast and Reduce have one block: NCCL's own call on its head. AllGather and
 // ReduceScatter blocks are strided, which NCCL's own AllGather/ReduceScatter cannot address:
 // point-to-point sends (AllGather) and one Reduce per block (ReduceScatter) land them in place
-// with no extra device copy.
+// with no extra device copy. BRAID_SPLIT_NCCL_SHARE=copy runs NCCL's own AllGather/ReduceScatter
+// on a packed scratch buffer instead, with one strided device copy out (or in).
 Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t block = call.count * esize;
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   cudaStream_t s = nccl_stream_;
+  if (copy_based_ && (call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter))
+    return nccl_share_copied(call, elements);
   switch (call.collective) {
     case Collective::AllReduce:
     case Collective::Broadcast:
@@ -210,6 +220,34 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
       return fail(Result::InternalError, "multipath: %s is not split",
                   std::string(collective_name(call.collective)).c_str());
   }
+}
+
+// The copy-based NCCL share of AllGather and ReduceScatter: the heads of the blocks (`elements`
+// each) packed in scratch, NCCL's own collective on them, and a strided copy between scratch and
+// the caller's blocks (pitch: the block).
+Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements) {
+  const size_t esize = datatype_size(static_cast<DataType>(call.type));
+  const size_t head = elements * esize, block = call.count * esize;
+  const size_t packed = head * static_cast<size_t>(nranks_);
+  if (packed > scratch_bytes_) {
+    // cudaFree and cudaMalloc wait for the device: no earlier share still uses the old buffer.
+    if (scratch_ != nullptr) cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    BRAID_TRY(cuda(cudaMalloc(&scratch_, packed), "cudaMalloc (NCCL share scratch)"));
+    scratch_bytes_ = packed;
+  }
+  cudaStream_t s = nccl_stream_;
+  const auto n = static_cast<size_t>(nranks_);
+  if (call.collective == Collective::AllGather) {
+    BRAID_TRY(nccl_result(nccl_.all_gather(call.send, scratch_, elements, call.type, comm_, s), "ncclAllGather"));
+    return cuda(cudaMemcpy2DAsync(call.recv, block, scratch_, head, head, n, cudaMemcpyDeviceToDevice, s),
+                "cudaMemcpy2DAsync (gathered heads into the blocks)");
+  }
+  BRAID_TRY(cuda(cudaMemcpy2DAsync(scratch_, head, call.send, block, head, n, cudaMemcpyDeviceToDevice, s),
+                 "cudaMemcpy2DAsync (block heads into scratch)"));
+  return nccl_result(nccl_.reduce_scatter(scratch_, call.recv, elements, call.type, call.op, comm_, s),
+                     "ncclReduceScatter");
 }
 
 // The whole call on NCCL, on stream `s`.

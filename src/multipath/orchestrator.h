@@ -93,6 +93,7 @@ class Orchestrator {
 
   Orchestrator() = default;
   Result nccl_share(const SplitCall& call, size_t elements);
+  Result nccl_share_copied(const SplitCall& call, size_t elements);
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result pcie_share(const SplitCall& call, size_t begin, size_t elements);
   Result settle_one();
@@ -108,6 +109,9 @@ class Orchestrator {
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t nccl_stream_ = nullptr, pcie_stream_ = nullptr;
   std::vector<Timing> timings_;
+  bool copy_based_ = false;  // BRAID_SPLIT_NCCL_SHARE=copy
+  void* scratch_ = nullptr;  // the packed heads of the copy-based NCCL share
+  size_t scratch_bytes_ = 0;
   int next_timing_ = 0;
   std::deque<Pending> pending_;
   std::unique_ptr<balance::SplitTable> table_;
