@@ -1,67 +1,28 @@
 // One collective through braid's C API on device buffers, as one rank runs it: inputs uploaded
 // on the user stream (no host synchronisation before the call, so the call must order itself
 // after them), the result downloaded on the same stream (so the stream must wait for braid),
-// then checked element by element against api_reference.h.
+// then checked element by element against the shared reference (tests/support).
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <cinttypes>
-#include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 #include <algorithm>
 
-#include "api_reference.h"
 #include "braid/braid.h"
+#include "support/case.h"
+#include "support/check.h"
+#include "support/reference.h"
 
 namespace braid::apitest {
 
-struct Case {
-  Collective collective = Collective::AllReduce;
-  DataType type = DataType::Float32;
-  RedOp op = RedOp::Sum;
-  size_t count = 1;
-  bool in_place = false;
-  int root = 0;
-
-  std::string text() const {
-    char s[200];
-    std::snprintf(s, sizeof s, "%s %s %s count=%zu %s root=%d", std::string(collective_name(collective)).c_str(),
-                  std::string(datatype_name(type)).c_str(), std::string(redop_name(op)).c_str(), count,
-                  in_place ? "in-place" : "out-of-place", root);
-    return s;
-  }
-};
-
-// Every collective x dtype x op (reducing ones) x count x in/out of place.
-inline std::vector<Case> full_matrix(int ranks, const std::vector<size_t>& counts) {
-  std::vector<Case> cases;
-  int variant = 0;
-  for (Collective c : all_collectives())
-    for (DataType t : all_datatypes()) {
-      std::vector<RedOp> ops{RedOp::Sum};
-      if (collective_reduces(c)) ops.assign(all_redops().begin(), all_redops().end());
-      for (RedOp op : ops)
-        for (size_t count : counts)
-          for (bool in_place : {false, true}) cases.push_back({c, t, op, count, in_place, variant++ % ranks});
-    }
-  return cases;
-}
-
-inline int input_blocks(Collective c, int ranks) {
-  return c == Collective::ReduceScatter || c == Collective::AllToAll ? ranks : 1;
-}
-inline int output_blocks(Collective c, int ranks) {
-  return c == Collective::AllGather || c == Collective::AllToAll ? ranks : 1;
-}
-// Results every rank must hold bit for bit.
-inline bool outputs_identical(const Case& k) {
-  return k.collective == Collective::AllReduce || k.collective == Collective::AllGather ||
-         k.collective == Collective::Broadcast;
-}
+using test::Case;
+using test::full_matrix;
+using test::outputs_identical;
 
 // Splits [0, n) over a few threads when n is large (the host reference dominates test time).
 template <typename Fn>
@@ -75,12 +36,6 @@ void parallel_chunks(size_t n, Fn fn) {
   for (size_t t = 0; t < threads; ++t)
     pool.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads, t); });
   for (auto& th : pool) th.join();
-}
-
-inline uint64_t fnv1a(const unsigned char* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 // The entry points a runner drives: braid's C API, or NCCL's (through the drop-in, whose
@@ -135,28 +90,18 @@ class BasicRankRunner {
     *hash = 0;
     const size_t es = datatype_size(k.type);
     const size_t n = k.count;
-    const size_t in_elems = static_cast<size_t>(input_blocks(k.collective, ranks_)) * n;
-    const size_t out_elems = static_cast<size_t>(output_blocks(k.collective, ranks_)) * n;
-    const RedOp value_op = collective_reduces(k.collective) ? k.op : RedOp::Sum;
-    const bool has_output = !(k.collective == Collective::Reduce && rank_ != k.root);
-    unsigned char* dsend = static_cast<unsigned char*>(send_);
+    const size_t in_elems = k.input_elements(ranks_);
+    const size_t out_elems = k.output_elements(ranks_);
     unsigned char* drecv = static_cast<unsigned char*>(recv_);
-    unsigned char* send = dsend;
-    unsigned char* recv = drecv;
-    if (k.in_place) {
-      if (k.collective == Collective::AllGather) send = drecv + rank_ * n * es;
-      else if (k.collective == Collective::ReduceScatter) { send = drecv; recv = drecv + rank_ * n * es; }
-      else send = drecv;
-    } else {
-      // NCCL ignores these buffers: pass null to prove braid does too.
-      if (k.collective == Collective::Broadcast && rank_ != k.root) send = nullptr;
-      if (k.collective == Collective::Reduce && rank_ != k.root) recv = nullptr;
-    }
+    // Out of place, the buffers NCCL ignores are null, to prove braid ignores them too.
+    const test::Buffers b = test::place(k, rank_, static_cast<unsigned char*>(send_), drecv);
+    unsigned char* send = b.send;
+    unsigned char* recv = b.recv;
     if (cudaMemsetAsync(drecv, 0x5A, capacity_, stream_) != cudaSuccess) return "cudaMemsetAsync failed";
     host_.resize(std::max(in_elems, out_elems) * es + 8);
     if (send != nullptr && in_elems > 0) {
       parallel_chunks(in_elems, [&](size_t begin, size_t end, size_t) {
-        for (size_t j = begin; j < end; ++j) write_input(k.type, value_op, rank_, j, &host_[j * es]);
+        for (size_t j = begin; j < end; ++j) test::write_input(k.type, k.value_op(), rank_, j, &host_[j * es]);
       });
       // Asynchronous on the user stream, not synchronised: braid must wait for it.
       if (cudaMemcpyAsync(send, host_.data(), in_elems * es, cudaMemcpyHostToDevice, stream_) != cudaSuccess)
@@ -181,7 +126,7 @@ class BasicRankRunner {
     }
     if (r != ncclSuccess)
       return k.text() + ": " + api_.error_string(r) + ": " + api_.last_error(comm_);
-    if (!has_output || out_elems == 0) return cudaStreamSynchronize(stream_) == cudaSuccess ? "" : "sync failed";
+    if (!k.has_output(rank_) || out_elems == 0) return cudaStreamSynchronize(stream_) == cudaSuccess ? "" : "sync failed";
     std::vector<unsigned char> got(out_elems * es);
     // Ordered after the collective by the stream alone.
     if (cudaMemcpyAsync(got.data(), recv, got.size(), cudaMemcpyDeviceToHost, stream_) != cudaSuccess ||
@@ -196,9 +141,9 @@ class BasicRankRunner {
     if (it == premul_.end()) {
       unsigned char scalar[8] = {};
       if (datatype_is_float(type)) {
-        store_float(type, premul_scalar(type), scalar);
+        test::store_float(type, test::premul_scalar(type), scalar);
       } else {
-        const uint64_t v = static_cast<uint64_t>(premul_scalar(type));
+        const uint64_t v = static_cast<uint64_t>(test::premul_scalar(type));
         std::memcpy(scalar, &v, datatype_size(type));
       }
       ncclRedOp_t made;
@@ -220,41 +165,16 @@ class BasicRankRunner {
     });
     for (const auto& e : first_error)
       if (!e.empty()) return e;
-    *hash = fnv1a(got.data(), got.size());
+    *hash = test::fnv1a(got.data(), got.size());
     return "";
   }
 
   std::string check_range(const Case& k, const std::vector<unsigned char>& got, size_t begin, size_t end) const {
     const size_t es = datatype_size(k.type);
-    const size_t n = k.count;
-    unsigned char element[8] = {};
-    char text[300];
     for (size_t o = begin; o < end; ++o) {
-      const unsigned char* g = &got[o * es];
-      if (collective_reduces(k.collective)) {
-        const size_t j = k.collective == Collective::ReduceScatter ? rank_ * n + o : o;
-        const Expected e = reduce_expected(k.type, k.op, ranks_, j);
-        if (!matches(k.type, e, g)) {
-          uint64_t bits = 0;
-          std::memcpy(&bits, g, es);
-          std::snprintf(text, sizeof text, "%s: rank %d element %zu: got bits %" PRIx64 " (%.9g), expected %.9g / bits %" PRIx64 " (tolerance %g)",
-                        k.text().c_str(), rank_, o, bits, datatype_is_float(k.type) ? load_float(k.type, g) : 0.0,
-                        e.value, e.bits, e.tolerance);
-          return text;
-        }
-      } else {
-        int q = 0;
-        size_t j = o;
-        if (k.collective == Collective::AllGather) { q = static_cast<int>(o / n); j = o % n; }
-        else if (k.collective == Collective::Broadcast) q = k.root;
-        else if (k.collective == Collective::AllToAll) { q = static_cast<int>(o / n); j = rank_ * n + o % n; }
-        write_input(k.type, RedOp::Sum, q, j, element);
-        if (std::memcmp(element, g, es) != 0) {
-          std::snprintf(text, sizeof text, "%s: rank %d element %zu differs from rank %d's input element %zu",
-                        k.text().c_str(), rank_, o, q, j);
-          return text;
-        }
-      }
+      // The C API's tests have always demanded an exact float Avg at power-of-two rank counts.
+      std::string error = test::check_element(k, rank_, ranks_, o, &got[o * es], test::AvgCheck::ExactAtPowersOfTwo);
+      if (!error.empty()) return error;
     }
     return "";
   }

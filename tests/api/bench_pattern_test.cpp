@@ -1,13 +1,14 @@
 // braid-bench's host-side logic, on the CPU: nccl-tests' sizing and bandwidth factors, and the
 // pattern checker (a simulated correct result counts 0 wrong, each corrupted element counts 1,
-// expected reductions are exact where the bench claims so). Also cross-checks the GPU tests'
-// own float encoder against braid's codecs for the values both use.
+// expected reductions are exact where the bench claims so). Also cross-checks the collective
+// tests' own float encoder (tests/support/reference.h) against braid's codecs for the values
+// both use.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "api_reference.h"
+#include "support/reference.h"
 #include "pattern.h"
 #include "reduce/float_codecs.h"
 #include "shape.h"
@@ -131,24 +132,24 @@ TEST(ApiReference, EncoderAgreesWithBraidCodecs) {
     // Only values each format holds exactly: integers up to 8 (e5m2) and 16 (e4m3).
     const bool integer = v == std::floor(v);
     if (integer && std::fabs(v) <= 8) {
-      EXPECT_EQ(apitest::encode_exact(apitest::format_of(DataType::Float8e5m2), v), reduce::float_to_e5m2(static_cast<float>(v))) << v;
+      EXPECT_EQ(test::encode_exact(test::format_of(DataType::Float8e5m2), v), reduce::float_to_e5m2(static_cast<float>(v))) << v;
     }
     if (integer && std::fabs(v) <= 16) {
-      EXPECT_EQ(apitest::encode_exact(apitest::format_of(DataType::Float8e4m3), v), reduce::float_to_e4m3(static_cast<float>(v))) << v;
+      EXPECT_EQ(test::encode_exact(test::format_of(DataType::Float8e4m3), v), reduce::float_to_e4m3(static_cast<float>(v))) << v;
     }
-    EXPECT_EQ(apitest::encode_exact(apitest::format_of(DataType::Float16), v), reduce::float_to_fp16(static_cast<float>(v))) << v;
-    EXPECT_EQ(apitest::encode_exact(apitest::format_of(DataType::Bfloat16), v), reduce::float_to_bf16(static_cast<float>(v))) << v;
+    EXPECT_EQ(test::encode_exact(test::format_of(DataType::Float16), v), reduce::float_to_fp16(static_cast<float>(v))) << v;
+    EXPECT_EQ(test::encode_exact(test::format_of(DataType::Bfloat16), v), reduce::float_to_bf16(static_cast<float>(v))) << v;
     for (DataType t : {DataType::Float16, DataType::Bfloat16, DataType::Float8e4m3, DataType::Float8e5m2}) {
       unsigned char b[8] = {};
-      apitest::store_float(t, 1.5, b);
-      EXPECT_EQ(apitest::load_float(t, b), 1.5);
+      test::store_float(t, 1.5, b);
+      EXPECT_EQ(test::load_float(t, b), 1.5);
     }
   }
   // Special values decode as the formats define them.
-  EXPECT_TRUE(std::isnan(apitest::decode(apitest::format_of(DataType::Float8e4m3), 0x7F)));
-  EXPECT_EQ(apitest::decode(apitest::format_of(DataType::Float8e4m3), 0x7E), 448.0);
-  EXPECT_TRUE(std::isinf(apitest::decode(apitest::format_of(DataType::Float8e5m2), 0x7C)));
-  EXPECT_EQ(apitest::decode(apitest::format_of(DataType::Float16), 0x0001), std::ldexp(1.0, -24));
+  EXPECT_TRUE(std::isnan(test::decode(test::format_of(DataType::Float8e4m3), 0x7F)));
+  EXPECT_EQ(test::decode(test::format_of(DataType::Float8e4m3), 0x7E), 448.0);
+  EXPECT_TRUE(std::isinf(test::decode(test::format_of(DataType::Float8e5m2), 0x7C)));
+  EXPECT_EQ(test::decode(test::format_of(DataType::Float16), 0x0001), std::ldexp(1.0, -24));
 }
 
 }  // namespace

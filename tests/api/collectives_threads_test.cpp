@@ -1,6 +1,7 @@
 // The C API's correctness matrix with ranks as threads of one process, one per GPU: on one GPU,
 // then on every visible GPU. Every collective x dtype x op x count {0, 1, 7, 1000003} x in/out
-// of place, checked against api_reference.h and for bitwise identity across ranks.
+// of place, checked against the shared reference (tests/support) and for bitwise identity
+// across ranks.
 #include <gtest/gtest.h>
 
 #include "api_harness.h"

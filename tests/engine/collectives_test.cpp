@@ -1,11 +1,12 @@
 // Every collective, 1..8 ranks, every dtype x op, counts 0/1/7 and 1,000,003, unaligned buffers
 // (byte offsets 1..7),
 // in place and out of place, with ranks as threads and as forked processes; each result checked
-// against reference.h and, where all ranks hold the same result, for bitwise identity.
+// against the shared reference (tests/support) and, where all ranks hold the same result, for
+// bitwise identity.
 #include <gtest/gtest.h>
 
-#include "collective_cases.h"
 #include "common/settings.h"
+#include "engine_case.h"
 #include "harness.h"
 
 namespace braid {

@@ -1,18 +1,18 @@
-// The GPU tests' own reference, independent of braid's code: element encodings written here,
-// deterministic inputs per (rank, element) and the expected value of every reduction.
+// The collective tests' own reference, independent of braid's code: element encodings written
+// here, deterministic inputs per (rank, element) and the expected value of every reduction.
 // Float inputs are small integers, so sums, products and PreMulSum by 2 stay exact in every
-// type for up to 8 ranks; float Avg over a rank count that is not a power of two gets a
-// tolerance. Integers use all their bits and wrap as two's complement.
+// type for up to 8 ranks; float Avg gets a tolerance where it may round (see AvgCheck).
+// Integers use all their bits and wrap as two's complement.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "common/types.h"
 
-namespace braid::apitest {
+namespace braid::test {
 
 // A binary float format: exponent bits, mantissa bits, bias, and whether the all-ones exponent
 // means infinity/NaN (IEEE) or only S.1111.111 is NaN (fp8 e4m3).
@@ -106,7 +106,7 @@ inline double float_input(DataType t, RedOp op, int rank, uint64_t index) {
     static const double choices[] = {-2, -1, 1, 2};
     return choices[h % 4];
   }
-  if (t == DataType::Float8e5m2) return static_cast<double>(static_cast<int>(h % 3) - 1);
+  if (t == DataType::Float8e5m2) return static_cast<double>(static_cast<int>(h % 3) - 1);  // partial sums stay exact
   return static_cast<double>(static_cast<int>(h % 5) - 2);
 }
 
@@ -114,23 +114,31 @@ inline uint64_t int_input(int rank, uint64_t index) {
   return mix(index * 0x100000001b3ull ^ (static_cast<uint64_t>(rank) << 48) ^ 0x5555);
 }
 
+// Writes input element `index` (over the whole send buffer) of `rank` to `p`.
 inline void write_input(DataType t, RedOp op, int rank, uint64_t index, unsigned char* p) {
   if (datatype_is_float(t)) {
     store_float(t, float_input(t, op, rank, index), p);
   } else {
     const uint64_t v = int_input(rank, index);
-    std::memcpy(p, &v, datatype_size(t));
+    std::memcpy(p, &v, datatype_size(t));  // little-endian truncation = wrap
   }
 }
+
+// How close a float Avg must come. The sum of the inputs is exact, and so is dividing it by a
+// power of two; otherwise 1/ranks and every partial sum may round, which the tolerance bounds.
+enum class AvgCheck {
+  ExactAtPowersOfTwo,   // exact where ranks is a power of two, the tolerance elsewhere
+  BoundedAtEveryCount,  // the tolerance at every rank count (never zero)
+};
 
 struct Expected {
   double value = 0;       // floats
   uint64_t bits = 0;      // integers (masked to the width)
-  double tolerance = 0;   // floats, absolute
+  double tolerance = 0;   // floats, absolute; 0: exact
 };
 
 // The reduction of element `index` over `ranks` ranks.
-inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index) {
+inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index, AvgCheck avg) {
   Expected e;
   if (datatype_is_float(t)) {
     double acc = 0, magnitude = 0;
@@ -148,12 +156,10 @@ inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index)
     if (op == RedOp::PreMulSum) acc *= premul_scalar(t);
     if (op == RedOp::Avg) {
       acc /= ranks;
-      // 1/ranks is rounded when ranks is not a power of two; so is every partial sum.
-      if ((ranks & (ranks - 1)) != 0) {
-        const FloatFormat f = format_of(t);
-        const int man = t == DataType::Float32 ? 23 : t == DataType::Float64 ? 52 : f.man_bits;
-        e.tolerance = (ranks + 2) * std::ldexp(1.0, -man) * magnitude / ranks * 2;
-      }
+      const int man = t == DataType::Float32 ? 23 : t == DataType::Float64 ? 52 : format_of(t).man_bits;
+      const double bound = (ranks + 2) * std::ldexp(1.0, -man) * magnitude / ranks * 2;
+      if (avg == AvgCheck::BoundedAtEveryCount) e.tolerance = bound + 1e-300;
+      else if ((ranks & (ranks - 1)) != 0) e.tolerance = bound;
     }
     e.value = acc;
     return e;
@@ -194,4 +200,4 @@ inline bool matches(DataType t, const Expected& e, const unsigned char* got) {
   return std::fabs(v - e.value) <= e.tolerance;
 }
 
-}  // namespace braid::apitest
+}  // namespace braid::test
