@@ -36,7 +36,8 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
     const double decreased = params_.latency_aware ? balanced_share(t_d, t_p) : alpha_ * r;
     if (alpha_ <= params_.probe_share || decreased < params_.probe_share / 4) {
       alpha_ = 0;
-      backoff_ = std::min(backoff_ * 2, std::max(params_.max_backoff, 1));
+      const int cap = congested(t_p) ? params_.congested_backoff : params_.max_backoff;
+      backoff_ = std::min(backoff_ * 2, std::max(cap, 1));
     } else {
       alpha_ = decreased;
     }
@@ -74,6 +75,11 @@ void HyLinkBalancer::learn_fixed_time(double t_p, bool pcie_paid) {
     per_share_s_ = per_share;
     line_fits_ = true;
   }
+}
+
+bool HyLinkBalancer::congested(double t_p) const {
+  if (!params_.latency_aware || per_share_s_ <= 0) return false;  // no line to compare with
+  return t_p > 2.0 * (fixed_s_ + alpha_ * per_share_s_);
 }
 
 double HyLinkBalancer::balanced_share(double t_d, double t_p) const {

@@ -27,7 +27,10 @@ struct HyLinkParams {
   double lambda = 0.97;       // damping of the proportional step
   double initial_alpha = 0.0; // the paper starts from the dedicated link alone
   double probe_share = 1.0 / 64;
-  int max_backoff = 2;        // calls between probes at most: see docs/BALANCE.md
+  int max_backoff = 4;        // calls between probes at most: see docs/BALANCE.md
+  // ... when the failed probe found PCIe congested (far slower than its learned line): the
+  // congestion may end at any call, so look again soon.
+  int congested_backoff = 1;
   // Step to where the paths' times meet under "PCIe time = fixed + share x per-share time", with
   // the fixed part learned from two recent calls at different shares (see docs/BALANCE.md).
   bool latency_aware = true;
@@ -54,6 +57,8 @@ class HyLinkBalancer final : public Balancer {
   // The share at which t_d and t_p meet, from a call at `alpha` that took t_d and t_p.
   double balanced_share(double t_d, double t_p) const;
   void learn_fixed_time(double t_p, bool pcie_paid);
+  // Whether a call at alpha_ that took t_p on PCIe ran far slower than the learned line says.
+  bool congested(double t_p) const;
 
   HyLinkParams params_;
   double alpha_;

@@ -168,23 +168,40 @@ TEST(HyLink, LatencyAwareStepLandsWhereTheTimesMeet) {
   EXPECT_LT(plain.alpha(), 0.9 * balanced * 0.97) << "the plain rule undershoots";
 }
 
+// PCIe time = 0.2 ms + a x 8 ms (times `slow` under interference), NVLink (1-a) x 0.9 ms: the
+// line of a 256 MB all_reduce on the H200 (run 9).
+std::vector<double> line_times(double a, double slow) {
+  return {(1 - a) * 0.9e-3, a > 0 ? (0.2e-3 + a * 8e-3) * slow : 0.0};
+}
+
 // The line is learned only from calls where PCIe kept up, so heavy interference (PCIe 50x
 // slower) neither teaches a wrong one nor loses the quiet one: the first quiet probe after it
 // steps straight to the balance.
 TEST(HyLink, QuietLineSurvivesInterference) {
-  const double L = 0.2e-3, P = 8e-3, D = 0.9e-3;
-  auto times = [&](double a, double slow) {
-    return std::vector<double>{(1 - a) * D, a > 0 ? (L + a * P) * slow : 0.0};
-  };
   HyLinkBalancer b(HyLinkParams{.initial_alpha = 1.0 / 64});
-  for (int call = 0; call < 6; ++call) b.observe(times(b.alpha(), 1));
+  for (int call = 0; call < 6; ++call) b.observe(line_times(b.alpha(), 1));
   const double quiet = b.alpha();
-  for (int call = 0; call < 20; ++call) b.observe(times(b.alpha(), 50));
-  EXPECT_NEAR(b.fixed_seconds(), L, 1e-9);
-  while (b.alpha() == 0) b.observe(times(0, 1));  // wait for the probe
+  for (int call = 0; call < 20; ++call) b.observe(line_times(b.alpha(), 50));
+  EXPECT_NEAR(b.fixed_seconds(), 0.2e-3, 1e-9);
+  while (b.alpha() == 0) b.observe(line_times(0, 1));  // wait for the probe
   EXPECT_DOUBLE_EQ(b.alpha(), 1.0 / 64);
-  b.observe(times(b.alpha(), 1));
+  b.observe(line_times(b.alpha(), 1));
   EXPECT_NEAR(b.alpha(), quiet, 0.05 * quiet);
+}
+
+// A probe that fails because PCIe is congested (far slower than its learned line) is repeated
+// after one idle call, whatever the backoff: the congestion may end at any call. A probe that
+// fails with PCIe at its usual speed backs off up to max_backoff (FailedProbesBackOff).
+TEST(HyLink, CongestedProbesComeBackSoon) {
+  HyLinkBalancer b(HyLinkParams{.initial_alpha = 1.0 / 64});
+  for (int call = 0; call < 6; ++call) b.observe(line_times(b.alpha(), 1));
+  std::vector<int> probes;
+  for (int call = 0; call < 40; ++call) {
+    if (b.alpha() > 0 && b.alpha() <= 1.0 / 64) probes.push_back(call);
+    b.observe(line_times(b.alpha(), 50));
+  }
+  ASSERT_GE(probes.size(), 10u);
+  for (size_t i = 1; i < probes.size(); ++i) EXPECT_EQ(probes[i] - probes[i - 1], 2) << "probe " << i;
 }
 
 // A 50x slower PCIe (interference) leaves PCIe in one step, not one halving per call.
