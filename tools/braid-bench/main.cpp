@@ -277,17 +277,18 @@ int run(int argc, char** argv) {
                       {"adaptive_us", adaptive[i].time_us}, {"adaptive_pcie_share", adaptive[i].pcie_share},
                       {"static_us", i < fixed.size() ? fixed[i].time_us : 0.0}});
     }
-    std::printf("# %5s  %5s  %18s  %16s  %22s  %20s\n", "phase", "noise", "adaptive steady us", "static steady us",
-                "adaptive/static thrpt", "adaptive converge");
+    std::printf("# %5s  %5s  %18s  %16s  %22s  %20s  %20s\n", "phase", "noise", "adaptive steady us", "static steady us",
+                "adaptive/static thrpt", "adaptive converge", "share settles");
     nlohmann::json summary = nlohmann::json::array();
     for (size_t p = 0; p < phases->size(); ++p) {
       const double a = steady_time_us(adaptive, static_cast<int>(p)), f = steady_time_us(fixed, static_cast<int>(p));
       const int converge = calls_to_converge(adaptive, static_cast<int>(p), 0.15);
-      std::printf("  %5zu  %5s  %18.1f  %16.1f  %22.2f  %14d calls\n", p, (*phases)[p].noise ? "on" : "off", a, f,
-                  a > 0 ? f / a : 0.0, converge);
+      const int settle = calls_to_settle_share(adaptive, static_cast<int>(p), 0.2);
+      std::printf("  %5zu  %5s  %18.1f  %16.1f  %22.2f  %14d calls  %14d calls\n", p, (*phases)[p].noise ? "on" : "off",
+                  a, f, a > 0 ? f / a : 0.0, converge, settle);
       summary.push_back({{"phase", p}, {"noise", (*phases)[p].noise}, {"adaptive_steady_us", a},
                          {"static_steady_us", f}, {"adaptive_over_static_throughput", a > 0 ? f / a : 0.0},
-                         {"adaptive_calls_to_converge", converge}});
+                         {"adaptive_calls_to_converge", converge}, {"adaptive_calls_to_settle_share", settle}});
     }
     std::printf("# noise bursts completed: %ld\n", noise.bursts());
     doc["phases"] = {{"static_share", static_share}, {"noise_bytes", *noise_bytes}, {"calls", rows},

@@ -67,39 +67,4 @@ std::vector<PhaseCall> run_phases(RankThreads& threads, BraidPath& braid, const 
   return calls;
 }
 
-namespace {
-
-std::vector<double> phase_times(const std::vector<PhaseCall>& calls, int phase) {
-  std::vector<double> t;
-  for (const auto& c : calls)
-    if (c.phase == phase) t.push_back(c.time_us);
-  return t;
-}
-
-}  // namespace
-
-double steady_time_us(const std::vector<PhaseCall>& calls, int phase) {
-  std::vector<double> t = phase_times(calls, phase);
-  if (t.empty()) return 0;
-  std::vector<double> tail(t.begin() + static_cast<long>(t.size() / 2), t.end());
-  std::sort(tail.begin(), tail.end());
-  return tail[tail.size() / 2];
-}
-
-int calls_to_converge(const std::vector<PhaseCall>& calls, int phase, double tolerance) {
-  const std::vector<double> t = phase_times(calls, phase);
-  const double steady = steady_time_us(calls, phase);
-  // The median of each window of 3 calls: a lone probe (the balancer testing PCIe again, at
-  // most one call in any 3) is not a failure to converge.
-  auto window_ok = [&](size_t i) {
-    double w[3] = {t[i], t[i + 1], t[i + 2]};
-    std::sort(w, w + 3);
-    return std::abs(w[1] - steady) <= tolerance * steady;
-  };
-  if (t.size() < 3) return 0;
-  size_t k = t.size() - 2;
-  while (k > 0 && window_ok(k - 1)) --k;
-  return static_cast<int>(k);
-}
-
 }  // namespace braid::bench
