@@ -24,6 +24,8 @@ fi
   done
   echo "## all_reduce with BRAID_SPLIT_SETTLE_LAG=2: multipath vs NCCL alone"
   BRAID_SPLIT_SETTLE_LAG=2 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_lag2.json
+  echo "## all_reduce with reduction kernels of 16 blocks (BRAID_REDUCE_BLOCKS=16): multipath vs NCCL alone"
+  BRAID_REDUCE_BLOCKS=16 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_blocks16.json
   echo "## the physical limit: braid's PCIe path alone at 256 MB and 1 GiB (NCCL alone is above)"
   timeout 100 $B --paths braid -C all_reduce -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allreduce.json
   timeout 100 $B --paths braid -C all_gather -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_alone_allgather.json

@@ -31,6 +31,9 @@ if [ "$what" != tests ]; then
     NCCL_P2P_DISABLE=1 timeout 120 $G/braid-bench -C all_gather -b 64M -e 1G -f 2 -n 10 -w 3 -J $OUT/pcie_allgather.json
     echo "## interference: NCCL on NVLink alone vs with braid's PCIe all_reduce beside it"
     timeout 120 $G/braid-bench --interference -b 64M -e 1G -f 2 -n 10 -w 3 -J $OUT/interference.json
+    echo "## the same with reduction kernels of 16 blocks (BRAID_REDUCE_BLOCKS=16)"
+    BRAID_REDUCE_BLOCKS=16 timeout 120 $G/braid-bench --interference -b 64M -e 1G -f 2 -n 10 -w 3 -J $OUT/interference_blocks16.json
+    BRAID_REDUCE_BLOCKS=16 NCCL_P2P_DISABLE=1 timeout 150 $G/braid-bench -C all_reduce -b 256M -e 1G -f 4 -n 10 -w 3 -J $OUT/pcie_allreduce_blocks16.json
   } > $OUT/bench.log 2>&1
   cat $OUT/bench.log | cut -c1-200 | tail -60
 fi

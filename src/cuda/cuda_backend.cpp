@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "cuda/device_reduce.h"
 
 namespace braid::cuda {
@@ -227,11 +228,18 @@ Result CudaBackend::raise(int queue, device::Signal signal) {
   return signal_after(s, signal);
 }
 
+// BRAID_REDUCE_BLOCKS, else as many blocks as the data asks for, up to the kernels' default cap.
+unsigned CudaBackend::reduce_blocks() {
+  const int64_t blocks = settings().reduce_blocks;
+  return blocks > 0 ? static_cast<unsigned>(std::min<int64_t>(blocks, 1 << 16)) : kDefaultReduceBlocks;
+}
+
 Result CudaBackend::reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged, size_t n,
                            const reduce::OpScalar* scalar, bool scale_dst, bool scale_src, device::Signal done) {
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));
-  BRAID_TRY(check(accumulate(type, op, dev_dst, dev_src_staged, n, to_device_scalar(scalar), scale_dst, scale_src, s),
+  BRAID_TRY(check(accumulate(type, op, dev_dst, dev_src_staged, n, to_device_scalar(scalar), scale_dst, scale_src, s,
+                             reduce_blocks()),
                   "reduce kernel launch"));
   return signal_after(s, done);
 }
@@ -240,14 +248,14 @@ Result CudaBackend::scale(int queue, DataType type, void* dev_dst, const void* d
                           const reduce::OpScalar& scalar, device::Signal done) {
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));
-  BRAID_TRY(check(cuda::scale(type, dev_dst, dev_src, n, to_device_scalar(&scalar), s), "scale kernel launch"));
+  BRAID_TRY(check(cuda::scale(type, dev_dst, dev_src, n, to_device_scalar(&scalar), s, reduce_blocks()), "scale kernel launch"));
   return signal_after(s, done);
 }
 
 Result CudaBackend::divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor, device::Signal done) {
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));
-  BRAID_TRY(check(cuda::divide(type, dev_data, n, divisor, s), "divide kernel launch"));
+  BRAID_TRY(check(cuda::divide(type, dev_data, n, divisor, s, reduce_blocks()), "divide kernel launch"));
   return signal_after(s, done);
 }
 

@@ -42,6 +42,8 @@ class CudaBackend final : public device::Backend {
                const reduce::OpScalar& scalar, device::Signal done) override;
   Result divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor,
                 device::Signal done) override;
+  // Blocks per reduction kernel (BRAID_REDUCE_BLOCKS).
+  static unsigned reduce_blocks();
   void* device_scratch(size_t bytes) override;
   Result register_host(void* ptr, size_t bytes) override;
   Result unregister_host(void* ptr) override;

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -139,10 +140,11 @@ typename Arith<T>::Compute host_scalar(const DeviceScalar& s) {
   else return v;
 }
 
-void launch_shape(size_t n, unsigned* blocks, unsigned* threads) {
+void launch_shape(size_t n, unsigned max_blocks, unsigned* blocks, unsigned* threads) {
   *threads = 256;
-  const size_t want = (n + *threads - 1) / *threads;
-  *blocks = static_cast<unsigned>(want < 1024 ? (want == 0 ? 1 : want) : 1024);
+  const size_t cap = std::max(1u, max_blocks);
+  const size_t want = std::max<size_t>(1, (n + *threads - 1) / *threads);
+  *blocks = static_cast<unsigned>(std::min(want, cap));
 }
 
 // Calls f with a null pointer of the storage type of `type`.
@@ -168,12 +170,13 @@ cudaError_t dispatch(DataType type, F&& f) {
 }  // namespace
 
 cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
-                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream) {
+                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream,
+                       unsigned max_blocks) {
   if (n == 0) return cudaSuccess;
   return dispatch(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks, threads;
-    launch_shape(n, &blocks, &threads);
+    launch_shape(n, max_blocks, &blocks, &threads);
     const auto s = (scale_dst || scale_src) ? host_scalar<T>(scalar) : typename Arith<T>::Compute{};
     accumulate_kernel<T><<<blocks, threads, 0, stream>>>(op, static_cast<T*>(dst), static_cast<const T*>(src), n, s,
                                                          scale_dst, scale_src);
@@ -182,25 +185,26 @@ cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size
 }
 
 cudaError_t scale(DataType type, void* dst, const void* src, size_t n, const DeviceScalar& scalar,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, unsigned max_blocks) {
   if (n == 0) return cudaSuccess;
   return dispatch(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks, threads;
-    launch_shape(n, &blocks, &threads);
+    launch_shape(n, max_blocks, &blocks, &threads);
     scale_kernel<T><<<blocks, threads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), n,
                                                     host_scalar<T>(scalar));
     return cudaGetLastError();
   });
 }
 
-cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream) {
+cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream,
+                   unsigned max_blocks) {
   if (n == 0) return cudaSuccess;
   if (divisor == 0) return cudaErrorInvalidValue;
   return dispatch(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks, threads;
-    launch_shape(n, &blocks, &threads);
+    launch_shape(n, max_blocks, &blocks, &threads);
     divide_kernel<T><<<blocks, threads, 0, stream>>>(static_cast<T*>(data), n, divisor);
     return cudaGetLastError();
   });

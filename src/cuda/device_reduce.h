@@ -17,13 +17,19 @@ struct DeviceScalar {
   alignas(8) unsigned char bytes[8] = {};
 };
 
+// Every kernel below runs at most `max_blocks` blocks of 256 threads (a grid-stride loop covers the
+// rest): fewer blocks leave SMs to NCCL's kernels running beside braid's share (BRAID_REDUCE_BLOCKS).
+constexpr unsigned kDefaultReduceBlocks = 1024;
+
 // dst[i] = A(dst[i]) op B(src[i]); A/B multiply by the scalar when scale_dst/scale_src (PreMulSum).
 cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
-                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream);
+                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream,
+                       unsigned max_blocks = kDefaultReduceBlocks);
 // dst[i] = scalar * src[i] (dst may equal src).
 cudaError_t scale(DataType type, void* dst, const void* src, size_t n, const DeviceScalar& scalar,
-                  cudaStream_t stream);
+                  cudaStream_t stream, unsigned max_blocks = kDefaultReduceBlocks);
 // data[i] /= divisor (integer Avg; floats multiply by 1/divisor).
-cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream);
+cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream,
+                   unsigned max_blocks = kDefaultReduceBlocks);
 
 }  // namespace braid::cuda
