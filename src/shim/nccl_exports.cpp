@@ -426,6 +426,12 @@ BRAID_EXPORT ncclResult_t ncclGroupEnd() {
 }
 
 BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  // NCCL estimates the group it holds: calls braid held back go to it first (the group is then
+  // NCCL's alone).
+  if (braid_enabled()) {
+    const ncclResult_t released = release_held_calls();
+    if (released != ncclSuccess) return released;
+  }
   return BRAID_FORWARD(ncclGroupSimulateEnd, simInfo);
 }
 
