@@ -173,7 +173,7 @@ Result Orchestrator::braid_op(ncclRedOp_t op, ncclRedOp_t* out) {
 // ReduceScatter blocks are strided, which NCCL's own AllGather/ReduceScatter cannot address:
 // point-to-point sends (AllGather) and one Reduce per block (ReduceScatter) land them in place
 // with no extra device copy. BRAID_SPLIT_NCCL_SHARE=copy runs NCCL's own AllGather/ReduceScatter
-// on a packed scratch buffer instead, with one strided device copy out (or in).
+// on a packed scratch buffer instead, with a device copy per block out (or in).
 Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t block = call.count * esize;
@@ -224,7 +224,7 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
 
 // The copy-based NCCL share of AllGather and ReduceScatter: the heads of the blocks (`elements`
 // each) packed in scratch, NCCL's own collective on them, and a strided copy between scratch and
-// the caller's blocks (pitch: the block).
+// the caller's blocks.
 Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t head = elements * esize, block = call.count * esize;
@@ -239,13 +239,20 @@ Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements) {
   }
   cudaStream_t s = nccl_stream_;
   const auto n = static_cast<size_t>(nranks_);
+  // One copy per block (a handful): a 2D copy's pitch is limited, a block may be gigabytes.
+  auto* scratch = static_cast<unsigned char*>(scratch_);
+  const auto* send = static_cast<const unsigned char*>(call.send);
+  auto* recv = static_cast<unsigned char*>(call.recv);
   if (call.collective == Collective::AllGather) {
     BRAID_TRY(nccl_result(nccl_.all_gather(call.send, scratch_, elements, call.type, comm_, s), "ncclAllGather"));
-    return cuda(cudaMemcpy2DAsync(call.recv, block, scratch_, head, head, n, cudaMemcpyDeviceToDevice, s),
-                "cudaMemcpy2DAsync (gathered heads into the blocks)");
+    for (size_t r = 0; r < n; ++r)
+      BRAID_TRY(cuda(cudaMemcpyAsync(recv + r * block, scratch + r * head, head, cudaMemcpyDeviceToDevice, s),
+                     "cudaMemcpyAsync (a gathered head into its block)"));
+    return Result::Success;
   }
-  BRAID_TRY(cuda(cudaMemcpy2DAsync(scratch_, head, call.send, block, head, n, cudaMemcpyDeviceToDevice, s),
-                 "cudaMemcpy2DAsync (block heads into scratch)"));
+  for (size_t r = 0; r < n; ++r)
+    BRAID_TRY(cuda(cudaMemcpyAsync(scratch + r * head, send + r * block, head, cudaMemcpyDeviceToDevice, s),
+                   "cudaMemcpyAsync (a block head into scratch)"));
   return nccl_result(nccl_.reduce_scatter(scratch_, call.recv, elements, call.type, call.op, comm_, s),
                      "ncclReduceScatter");
 }
