@@ -23,6 +23,8 @@ if [ "$what" = variants ]; then
   BRAID_SPLIT_SETTLE_LAG=2 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_lag2.json
   echo "## all_reduce with reduction kernels of 16 blocks (BRAID_REDUCE_BLOCKS=16): multipath vs NCCL alone"
   BRAID_REDUCE_BLOCKS=16 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_blocks16.json
+  echo "## all_reduce with host reductions (BRAID_REDUCE_PLACEMENT=host: no kernels beside NCCL's): multipath vs NCCL alone"
+  BRAID_REDUCE_PLACEMENT=host timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_host.json
   } > $OUT/variants.log 2>&1
   grep -vE "^#  Rank|Using devices" $OUT/variants.log | cut -c1-230
   exit 0
