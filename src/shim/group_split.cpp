@@ -2,7 +2,10 @@
 
 #include <cuda_runtime.h>
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "common/log.h"
@@ -54,14 +57,37 @@ ncclResult_t split_held(std::vector<HeldCollective> held) {
   int device = 0;
   cudaGetDevice(&device);
   std::vector<ncclResult_t> results(per_comm.size(), ncclSuccess);
+  // Every thread exists before any communicator's calls start: a rank whose thread could not be
+  // made would leave the others waiting for it.
+  std::mutex mutex;
+  std::condition_variable started;
+  int go = 0;  // 1: run, -1: give up
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < per_comm.size(); ++i)
-    threads.emplace_back([&, i] {
-      cudaSetDevice(device);  // as the caller's thread: NCCL calls made there see the same device
-      results[i] = run_in_order(per_comm[i]);
-    });
-  results[0] = run_in_order(per_comm[0]);
+  bool all_made = true;
+  try {
+    for (size_t i = 1; i < per_comm.size(); ++i)
+      threads.emplace_back([&, i] {
+        {
+          std::unique_lock lock(mutex);
+          started.wait(lock, [&] { return go != 0; });
+          if (go < 0) return;
+        }
+        cudaSetDevice(device);  // as the caller's thread: NCCL calls made there see the same device
+        results[i] = run_in_order(per_comm[i]);
+      });
+  } catch (const std::system_error& e) {
+    BRAID_WARN(Shim, "multipath: no thread for a group's communicator (%s); the group's %zu collectives were not run",
+               e.what(), held.size());
+    all_made = false;
+  }
+  {
+    std::lock_guard lock(mutex);
+    go = all_made ? 1 : -1;
+  }
+  started.notify_all();
+  if (go > 0) results[0] = run_in_order(per_comm[0]);
   for (std::thread& t : threads) t.join();
+  if (go < 0) return ncclSystemError;
   for (ncclResult_t r : results)
     if (r != ncclSuccess) return r;
   return ncclSuccess;
