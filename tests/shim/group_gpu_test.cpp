@@ -141,6 +141,9 @@ TEST_F(SingleThreadGroups, EveryCollectiveSplitsAndIsExact) {
   for (Kind k : {Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::Reduce})
     for (size_t count : {size_t{7}, size_t{100003}, size_t{1000003}})
       for (int repeat = 0; repeat < 2; ++repeat) run_and_check(k, count, false);
+  // A call is traced when it settles, at the next split call (BRAID_SPLIT_SETTLE_LAG): one more
+  // settles the last of the 30 above.
+  run_and_check(Kind::AllReduce, 7, false);
   std::ifstream trace(g_trace);
   std::string line;
   int both = 0, lines = 0;
@@ -149,6 +152,7 @@ TEST_F(SingleThreadGroups, EveryCollectiveSplitsAndIsExact) {
     both += line.find("\"pcie_elements\": 0,") == std::string::npos &&
             line.find("\"nccl_elements\": 0,") == std::string::npos;
   }
+  EXPECT_GE(lines, 30) << g_trace;
   EXPECT_GE(both, 20) << "calls that used both paths, of " << lines << " traced (" << g_trace << ")";
 }
 
