@@ -15,9 +15,11 @@ if [ "$what" = variants ]; then
     echo "## $c with the defaults: multipath vs NCCL alone"
     timeout 100 $B --multipath -C $c -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_${c}_default.json
   done
+  echo "## all_gather with NCCL's NVLink share (BRAID_NVLINK_PATH=nccl): multipath vs NCCL alone"
+  BRAID_NVLINK_PATH=nccl timeout 100 $B --multipath -C all_gather -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_all_gather_nccl.json
   for c in all_gather reduce_scatter; do
     echo "## $c with the copy-based NCCL share (BRAID_SPLIT_NCCL_SHARE=copy): multipath vs NCCL alone"
-    BRAID_SPLIT_NCCL_SHARE=copy timeout 100 $B --multipath -C $c -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_${c}_copy.json
+    BRAID_NVLINK_PATH=nccl BRAID_SPLIT_NCCL_SHARE=copy timeout 100 $B --multipath -C $c -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_${c}_copy.json
   done
   echo "## all_reduce with BRAID_SPLIT_SETTLE_LAG=2: multipath vs NCCL alone"
   BRAID_SPLIT_SETTLE_LAG=2 timeout 100 $B --multipath -C all_reduce -b 256M -e 1G -f 4 -n 20 -w 30 -J $OUT/mp_allreduce_lag2.json

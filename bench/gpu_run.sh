@@ -8,7 +8,8 @@ what=${1:-all}
 summary() { grep -E "^\[  (FAILED|PASSED) |WARN" "$1" | sort | uniq -c | sort -rn | head -12; }
 if [ "$what" = shim ]; then
   BRAID_TEST_PROGRESS=1 BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath.log 2>&1; echo "shim multipath rc=$?"; summary $OUT/shim_multipath.log; tail -3 $OUT/shim_multipath.log
-  BRAID_SPLIT_NCCL_SHARE=copy BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
+  BRAID_NVLINK_PATH=nccl BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_nccl.log 2>&1; echo "shim multipath (NCCL on every NVLink share) rc=$?"; summary $OUT/shim_multipath_nccl.log
+  BRAID_SPLIT_NCCL_SHARE=copy BRAID_NVLINK_PATH=nccl BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 120 $G/shim_group_gpu_test > $OUT/shim_group.log 2>&1; echo "shim group rc=$?"; summary $OUT/shim_group.log; tail -3 $OUT/shim_group.log
   exit 0
 fi
@@ -17,8 +18,12 @@ if [ "$what" != bench ]; then
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/api_collectives_threads_test > $OUT/threads.log 2>&1; echo "threads rc=$?"; summary $OUT/threads.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 150 $G/api_collectives_processes_test > $OUT/procs.log 2>&1; echo "processes rc=$?"; summary $OUT/procs.log
   BRAID_TEST_PROGRESS=1 BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath.log 2>&1; echo "shim multipath rc=$?"; summary $OUT/shim_multipath.log; tail -3 $OUT/shim_multipath.log
-  BRAID_SPLIT_NCCL_SHARE=copy BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
+  BRAID_NVLINK_PATH=nccl BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_nccl.log 2>&1; echo "shim multipath (NCCL on every NVLink share) rc=$?"; summary $OUT/shim_multipath_nccl.log
+  BRAID_SPLIT_NCCL_SHARE=copy BRAID_NVLINK_PATH=nccl BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 200 $G/shim_multipath_gpu_test > $OUT/shim_multipath_copy.log 2>&1; echo "shim multipath (copy-based NCCL share) rc=$?"; summary $OUT/shim_multipath_copy.log
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 120 $G/shim_group_gpu_test > $OUT/shim_group.log 2>&1; echo "shim group rc=$?"; summary $OUT/shim_group.log; tail -3 $OUT/shim_group.log
+  # all_gather through torchrun: the copy-engine NVLink path across processes (CUDA IPC).
+  LD_PRELOAD=$PWD/$G/lib/libbraid.so timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
+    bench/ddp/allgather_check.py > $OUT/allgather_check.log 2>&1; echo "allgather check rc=$?"; grep -E "PASS|FAIL" $OUT/allgather_check.log
 fi
 if [ "$what" != tests ]; then
   # Slice and staging sizes: the CUDA backend's defaults (16 MiB, 1 GiB).

@@ -212,6 +212,17 @@ Result CudaBackend::wait(int queue, device::Signal until) {
   if (until.empty()) return Result::Success;
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));
+  return wait_on_stream(s, until);
+}
+
+Result CudaBackend::raise_on_stream(cudaStream_t s, device::Signal signal) {
+  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
+  return signal_after(s, signal);
+}
+
+Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
+  if (until.empty()) return Result::Success;
+  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   unsigned long long addr = 0;
   BRAID_TRY(counter_address(until.counter, &addr));
   {

@@ -42,6 +42,10 @@ class CudaBackend final : public device::Backend {
                const reduce::OpScalar& scalar, device::Signal done) override;
   Result divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor,
                 device::Signal done) override;
+  // The same stream memory operations on a stream that is not one of the engine's queues (the
+  // NVLink copy-engine path's, src/peer): counters in host memory registered with this backend.
+  Result wait_on_stream(cudaStream_t stream, device::Signal until);
+  Result raise_on_stream(cudaStream_t stream, device::Signal signal);
   // Blocks per reduction kernel (BRAID_REDUCE_BLOCKS).
   static unsigned reduce_blocks();
   void* device_scratch(size_t bytes) override;

@@ -18,6 +18,7 @@
 #include "common/types.h"
 #include "device/backend.h"
 #include "dsl/program.h"
+#include "engine/control.h"
 #include "engine/executor.h"
 #include "engine/schedule.h"
 #include "engine/shm.h"
@@ -74,9 +75,15 @@ class Communicator {
   Result collective_range(Collective c, const void* send, void* recv, size_t count, DataType type,
                           RedOp op, int root, const reduce::OpScalar* scalar, Range range);
 
-  // All ranks publish `mine` (at most 8 values, the same number on every rank) and get every
-  // rank's, rank-major, in `all`. A host-only meeting through the control segment.
+  // All ranks publish `mine` (at most kExchangeSlots values, the same number on every rank) and
+  // get every rank's, rank-major, in `all`. A host-only meeting through the control segment.
   Result exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all);
+
+  // A rank's signals for the NVLink copy-engine path (src/peer), in the registered control
+  // segment: `which` is &RankRecord::peer_ready or &RankRecord::peer_read_done.
+  std::atomic<uint64_t>* peer_signal(int rank, std::atomic<uint64_t> RankRecord::*which) {
+    return &(rank_records(control_.data())[rank].*which);
+  }
 
   // Runs a given program (must pass dsl::validate for the in-place mode the pointers imply);
   // for tests and tools. All ranks pass the same program.

@@ -25,7 +25,7 @@ struct CallRecord {
 };
 
 // Small host values every rank publishes and reads (Communicator::exchange), by call parity.
-inline constexpr int kExchangeSlots = 8;
+inline constexpr int kExchangeSlots = 24;
 struct ExchangeRecord {
   std::atomic<uint64_t> seq;
   std::atomic<uint64_t> values[kExchangeSlots];
@@ -42,6 +42,10 @@ struct alignas(64) RankRecord {
   alignas(64) std::atomic<uint64_t> device_staged;
   alignas(64) std::atomic<uint64_t> device_consumed;
   alignas(64) std::atomic<uint64_t> device_finish;
+  // The NVLink copy-engine path's signals (src/peer): this rank's input is ready, and it has
+  // finished reading its peers' buffers. Raised by this rank's GPU, waited on by the peers' GPUs.
+  alignas(64) std::atomic<uint64_t> peer_ready;
+  alignas(64) std::atomic<uint64_t> peer_read_done;
 };
 
 // abort word: 0 while healthy; otherwise kAbortTag | reason << 16 | culprit rank.

@@ -70,6 +70,22 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
     return fail(Result::InvalidArgument, "BRAID_SPLIT_NCCL_SHARE '%s' unknown: use inplace or copy",
                 share_mode.c_str());
   o->copy_based_ = share_mode == "copy";
+  const std::string& nvlink_path = settings().nvlink_path;
+  if (nvlink_path != "nccl" && nvlink_path != "copy" && nvlink_path != "auto")
+    return fail(Result::InvalidArgument, "BRAID_NVLINK_PATH '%s' unknown: use auto, copy or nccl",
+                nvlink_path.c_str());
+  bool nvlink = false;
+  for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
+  // auto: only where the GPUs share NVLink (peer copies between GPUs on PCIe alone are unmeasured).
+  if (nvlink_path == "copy" || (nvlink_path == "auto" && nvlink)) {
+    // Collective: every rank learns the same answer. The caller's device is restored after.
+    const Result made = peer::PeerPath::create(o->braid_, &o->peer_);
+    cudaSetDevice(previous);
+    if (made != Result::Success && nvlink_path == "copy")
+      BRAID_WARN(Init, "multipath: BRAID_NVLINK_PATH=copy, but %s; NCCL carries the NVLink share", last_error());
+    else if (made != Result::Success)
+      BRAID_INFO(Init, "multipath: no copy-engine NVLink path (%s); NCCL carries the NVLink share", last_error());
+  }
 
   std::unique_ptr<balance::Balancer> balancer;
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
@@ -78,8 +94,6 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
     // Auto: where the GPUs share NVLink, NCCL alone finishes a 64 MB all_reduce in 0.25 ms, about
     // the PCIe path's fixed latency (~0.23 ms on 2x H200), so only larger ones can gain
     // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
-    bool nvlink = false;
-    for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
     min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
   }
   o->table_ = std::make_unique<balance::SplitTable>(std::move(balancer),
@@ -95,8 +109,9 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
       BRAID_WARN(Balance, "multipath: cannot write the split trace %s", settings().split_trace.c_str());
   }
   BRAID_INFO(Init, "multipath: rank %d/%d on GPU %d splits collectives of %lld bytes and more across "
-             "NCCL and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
-             static_cast<long long>(min_bytes), std::string(o->table_->balancer_name()).c_str());
+             "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
+             static_cast<long long>(min_bytes), o->peer_ ? "AllGather on the copy engines, the rest on NCCL" : "NCCL",
+             std::string(o->table_->balancer_name()).c_str());
   *out = std::move(o);
   return Result::Success;
 }
@@ -134,8 +149,13 @@ bool Orchestrator::wants(const SplitCall& call) const {
   if (!splittable(call.collective)) return false;
   if (!datatype_valid(static_cast<int>(call.type))) return false;
   if (call.op >= ncclNumOps && collective_reduces(call.collective) && premulsum_.count(call.op) == 0) return false;
-  return message_bytes(call, nranks_) >= table_->split_min_bytes();
+  const size_t bytes = message_bytes(call, nranks_);
+  if (rides_copy_engines(call.collective) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
+    return true;
+  return bytes >= table_->split_min_bytes();
 }
+
+bool Orchestrator::rides_copy_engines(Collective c) const { return peer_ && peer::PeerPath::carries(c); }
 
 void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
 
@@ -180,6 +200,9 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   cudaStream_t s = nccl_stream_;
+  bool carried = false;
+  BRAID_TRY(peer_share(call, elements, s, &carried));
+  if (carried) return Result::Success;
   if (copy_based_ && (call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter))
     return nccl_share_copied(call, elements);
   switch (call.collective) {
@@ -220,6 +243,21 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
       return fail(Result::InternalError, "multipath: %s is not split",
                   std::string(collective_name(call.collective)).c_str());
   }
+}
+
+Result Orchestrator::peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried) {
+  *carried = false;
+  last_share_copied_ = false;
+  if (!rides_copy_engines(call.collective)) return Result::Success;
+  BRAID_TRY(peer_->run(call.collective, call.send, call.recv, call.count, static_cast<DataType>(call.type), elements,
+                       stream, carried));
+  last_share_copied_ = *carried;
+  if (!*carried && !peer_refused_logged_) {
+    peer_refused_logged_ = true;
+    BRAID_INFO(Balance, "multipath: a buffer of this call cannot be shared through CUDA IPC; NCCL carries "
+               "the NVLink share of such calls");
+  }
+  return Result::Success;
 }
 
 // The copy-based NCCL share of AllGather and ReduceScatter: the heads of the blocks (`elements`
@@ -320,8 +358,11 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   p.record.pcie_elements = pcie_elements;
   p.used = shares;
   if (pcie_elements == 0) {
-    // Nothing for PCIe: NCCL alone on the caller's stream, no fork and no events.
-    BRAID_TRY(nccl_whole(call, stream));
+    // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
+    bool carried = false;
+    BRAID_TRY(peer_share(call, call.count, stream, &carried));
+    if (!carried) BRAID_TRY(nccl_whole(call, stream));
+    p.record.nvlink_copy = carried;
     BRAID_TRY(settle_pending());
     pending_.push_back(p);
     return Result::Success;
@@ -336,7 +377,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, t.fork, 0), "cudaStreamWaitEvent"));
   // NCCL first: its kernels are queued behind the previous call on the GPU while the host settles
   // that call and then drives the PCIe share.
+  last_share_copied_ = false;
   if (nccl_elements > 0) BRAID_TRY(nccl_share(call, nccl_elements));
+  p.record.nvlink_copy = last_share_copied_;
   BRAID_TRY(cuda(cudaEventRecord(t.nccl_end, nccl_stream_), "cudaEventRecord"));
   Result r = settle_pending();
   if (r == Result::Success) r = pcie_share(call, nccl_elements, pcie_elements);
@@ -405,10 +448,11 @@ Result Orchestrator::settle_one() {
     p.record.pcie_seconds = std::max(p.record.pcie_seconds, seconds[2 * q + 1]);
   }
   p.record.next_pcie_share = table_->shares_for(p.record.what.collective, type, p.record.bytes).fraction(1);
-  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nccl %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
+  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
              std::string(collective_name(p.record.what.collective)).c_str(),
              std::string(datatype_name(type)).c_str(), op_text(p.record.what.op).c_str(), p.record.bytes,
-             static_cast<unsigned long long>(p.record.call), p.record.nccl_elements, p.record.pcie_elements,
+             static_cast<unsigned long long>(p.record.call), p.record.nvlink_copy ? "copy engines" : "nccl",
+             p.record.nccl_elements, p.record.pcie_elements,
              p.record.nccl_seconds * 1e3, p.record.pcie_seconds * 1e3, p.record.next_pcie_share);
   trace(p.record);
   if (keep_history_) history_.push_back(p.record);
@@ -420,12 +464,12 @@ void Orchestrator::trace(const SplitRecord& r) {
   std::fprintf(trace_,
                "{\"call\": %llu, \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
                "\"nccl_elements\": %zu, \"pcie_elements\": %zu, \"pcie_share\": %.6f, \"nccl_ms\": %.4f, "
-               "\"pcie_ms\": %.4f, \"next_pcie_share\": %.6f}\n",
+               "\"pcie_ms\": %.4f, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\"}\n",
                static_cast<unsigned long long>(r.call), std::string(collective_name(r.what.collective)).c_str(),
                std::string(datatype_name(static_cast<DataType>(r.what.type))).c_str(), r.bytes, r.what.count,
                r.nccl_elements, r.pcie_elements,
                r.what.count ? static_cast<double>(r.pcie_elements) / static_cast<double>(r.what.count) : 0.0,
-               r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.next_pcie_share);
+               r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.next_pcie_share, r.nvlink_copy ? "copy" : "nccl");
   std::fflush(trace_);
 }
 

@@ -25,6 +25,7 @@
 #include "common/result.h"
 #include "multipath/nccl_entry_points.h"
 #include "multipath/split_call.h"
+#include "peer/peer_path.h"
 
 namespace braid::multipath {
 
@@ -41,7 +42,8 @@ struct SplitRecord {
   uint64_t call = 0;
   SplitCall what;
   size_t bytes = 0;
-  size_t nccl_elements = 0;
+  size_t nccl_elements = 0;  // the NVLink share: NCCL's, or the copy engines' when nvlink_copy
+  bool nvlink_copy = false;
   size_t pcie_elements = 0;
   double nccl_seconds = 0;  // slowest rank's
   double pcie_seconds = 0;
@@ -93,6 +95,10 @@ class Orchestrator {
 
   Orchestrator() = default;
   Result nccl_share(const SplitCall& call, size_t elements);
+  // The NVLink share on braid's copy-engine path (BRAID_NVLINK_PATH) when it carries this call:
+  // *carried says whether it did (else NCCL moves the share).
+  Result peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried);
+  bool rides_copy_engines(Collective c) const;
   Result nccl_share_copied(const SplitCall& call, size_t elements);
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result pcie_share(const SplitCall& call, size_t begin, size_t elements);
@@ -110,6 +116,9 @@ class Orchestrator {
   cudaStream_t nccl_stream_ = nullptr, pcie_stream_ = nullptr;
   std::vector<Timing> timings_;
   bool copy_based_ = false;  // BRAID_SPLIT_NCCL_SHARE=copy
+  std::unique_ptr<peer::PeerPath> peer_;  // BRAID_NVLINK_PATH=copy or auto (AllGather)
+  bool peer_refused_logged_ = false;
+  bool last_share_copied_ = false;  // the latest NVLink share went over the copy engines
   void* scratch_ = nullptr;  // the packed heads of the copy-based NCCL share
   size_t scratch_bytes_ = 0;
   int next_timing_ = 0;

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Exactness of all_gather through braid's drop-in with one process per GPU (torchrun), the case
+where braid's copy-engine NVLink path maps the peers' buffers through CUDA IPC.
+
+    LD_PRELOAD=libbraid.so python3 -m torch.distributed.run --standalone --nproc_per_node=N \\
+        bench/ddp/allgather_check.py
+
+Sizes straddle the thresholds (below the copy-engine path's 16 MiB, the path alone, the path
+plus braid's PCIe share from 128 MiB), out of place and in place, in several dtypes; every
+gathered element is compared with what its rank sent. Prints PASS or the first mismatch.
+"""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+MIB = 1 << 20
+
+
+def pattern(rank, n, dtype):
+    # Small integers: exact in every dtype below, so equality is the check.
+    values = (torch.arange(n, device="cuda", dtype=torch.int64) % 61) + 3 * rank
+    return values.to(dtype)
+
+
+def main():
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    failures = []
+    cases = 0
+    for dtype in (torch.float32, torch.bfloat16, torch.int32):
+        esize = torch.tensor([], dtype=dtype).element_size()
+        for total_bytes in (8 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB):
+            n = total_bytes // esize // world
+            for in_place in (False, True):
+                out = torch.full((n * world,), -1, device="cuda", dtype=dtype)
+                if in_place:
+                    inp = out[rank * n:(rank + 1) * n]
+                    inp.copy_(pattern(rank, n, dtype))
+                else:
+                    inp = pattern(rank, n, dtype)
+                for _ in range(3):  # the balancer moves the split between calls
+                    dist.all_gather_into_tensor(out, inp)
+                    cases += 1
+                    for q in range(world):
+                        want = pattern(q, n, dtype)
+                        got = out[q * n:(q + 1) * n]
+                        if not torch.equal(got, want):
+                            bad = (got != want).nonzero()[0].item()
+                            failures.append(f"{dtype} {total_bytes // MIB} MiB in_place={in_place}: block {q} "
+                                            f"element {bad}: {got[bad].item()} != {want[bad].item()}")
+                            break
+    torch.cuda.synchronize()
+    flag = torch.tensor([len(failures)], device="cuda")
+    dist.all_reduce(flag)
+    if rank == 0:
+        print(f"{'PASS' if flag.item() == 0 else 'FAIL'}: {cases} all_gather calls per rank, {world} ranks, "
+              f"{flag.item()} mismatching")
+    for f in failures[:5]:
+        print(f"rank {rank}: {f}")
+    dist.destroy_process_group()
+    return 0 if flag.item() == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+// braid's NVLink path for AllGather: each GPU's copy engines pull its peers' blocks over NVLink
+// (cudaMemcpyAsync from another GPU's memory: no SM). On 2x H200 the copy engines move 389 GB/s
+// each way at once, where NCCL's AllGather kernels move 243-274 GB/s per direction
+// (bench/nvlink_probe.cu, run 10), so this path carries the NVLink share of a split AllGather
+// (BRAID_NVLINK_PATH, docs/MULTIPATH.md).
+//
+// Every rank pulls: it reads its peers' send buffers and writes only its own receive buffer.
+// Ordering between GPUs travels through counters in the engine's registered control segment with
+// stream memory operations (as the PCIe engine's): a rank raises `ready` when its input is ready
+// and `read_done` once it has read its peers' blocks; its stream waits for every peer's
+// `read_done` before the share ends, so the caller may reuse its buffers afterwards. The host
+// never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
+// (CUDA IPC handles where the peer is another process).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "api/comm.h"
+#include "common/result.h"
+#include "common/types.h"
+
+namespace braid::peer {
+
+class PeerPath {
+ public:
+  // Collective over `comm`'s ranks. Succeeds with *out set when every GPU can access every other
+  // (peer access, same host); otherwise *out stays null and the result says why, on every rank.
+  static Result create(braidComm* comm, std::unique_ptr<PeerPath>* out);
+  ~PeerPath();
+  PeerPath(const PeerPath&) = delete;
+  PeerPath& operator=(const PeerPath&) = delete;
+
+  static bool carries(Collective c) { return c == Collective::AllGather; }
+
+  // Elements [0, elements) of every block of an AllGather (NCCL's arguments), queued on `stream`
+  // after the work already there; what is queued on `stream` afterwards also waits for the
+  // peers' reads of this rank's send buffer. All ranks call it at the same point with the same
+  // arguments but the buffers. *carried is false, on every rank, when some rank's send buffer
+  // cannot be shared with its peers (memory CUDA IPC cannot export): nothing was queued, and the
+  // caller moves the share another way.
+  Result run(Collective c, const void* send, void* recv, size_t count, DataType type, size_t elements,
+             cudaStream_t stream, bool* carried);
+
+ private:
+  struct Shared {
+    const unsigned char* send = nullptr;  // a peer's send buffer as this process addresses it
+  };
+
+  PeerPath() = default;
+  Result cuda(cudaError_t e, const char* what) const;
+  // Peer access (within this process), streams and events.
+  Result make_resources(const std::vector<int>& peer_device);
+  // Publishes this rank's send buffer and maps every peer's; false in *all_shareable when a
+  // rank's buffer cannot be exported.
+  Result share_buffers(const void* send, bool* all_shareable);
+  Result open_handle(const uint64_t* words, uint64_t offset, const unsigned char** out);
+  Result enqueue(const void* send, void* recv, size_t count, DataType type, size_t elements, cudaStream_t stream);
+
+  braidComm* comm_ = nullptr;
+  int rank_ = 0, nranks_ = 1, device_ = 0;
+  std::vector<bool> same_process_;  // per rank: its buffers are addressed directly
+  bool any_ipc_ = false;
+  uint64_t seq_ = 0;
+  std::vector<Shared> shared_;  // per rank, for the current call
+  cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
+  cudaEvent_t fork_ = nullptr;
+  std::vector<cudaEvent_t> joins_;
+  std::map<std::array<uint64_t, 8>, unsigned char*> opened_;  // peers' IPC handles, mapped
+};
+
+}  // namespace braid::peer
