@@ -24,6 +24,7 @@
 #include "paths.h"
 #include "phases.h"
 #include "rank_threads.h"
+#include "repeat.h"
 #include "shape.h"
 
 extern char** environ;
@@ -36,6 +37,7 @@ struct Options {
   double step_factor = 1;
   int iters = 20;
   int warmup = 5;
+  int repeat = 1;
   int check = 1;
   std::string dtype = "float";
   std::string op = "sum";
@@ -122,6 +124,11 @@ int run(int argc, char** argv) {
   app.add_option("-f,--stepfactor", o.step_factor, "Size multiplication factor (> 1 overrides -i)")->capture_default_str();
   app.add_option("-n,--iters", o.iters, "Timed iterations per size and path")->capture_default_str();
   app.add_option("-w,--warmup_iters", o.warmup, "Warm-up iterations per size and path")->capture_default_str();
+  app.add_option("--repeat", o.repeat,
+                 "Measure each row this many times, braid and NCCL alternately, and report each path's "
+                 "median repetition")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("-c,--check", o.check, "Check results once per size (0 or 1)")->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "Data type (nccl-tests names) or all")->capture_default_str();
   app.add_option("-o,--op", o.op, "Reduction op (sum, prod, max, min, avg, premulsum) or all")->capture_default_str();
@@ -346,9 +353,30 @@ int run(int argc, char** argv) {
           std::fflush(stdout);
           PathResult b, n;
           std::vector<multipath::SplitRecord> splits;
+          // --repeat: braid and NCCL alternately, then each path's median repetition.
+          std::vector<PathResult> braid_runs, nccl_runs;
+          for (int rep = 0; rep < o.repeat; ++rep) {
+            if (paths->braid) {
+              braid_runs.push_back(measure.run_braid(*braid, spec));
+              for (auto& r : braid->take_splits()) splits.push_back(r);
+            }
+            if (paths->nccl) nccl_runs.push_back(measure.run_nccl(*nccl, spec));
+          }
+          auto median_run = [](const std::vector<PathResult>& runs) {
+            std::vector<double> times;
+            size_t wrong = 0;
+            for (const auto& r : runs) times.push_back(r.time_us), wrong = std::max(wrong, r.wrong);
+            PathResult m = runs[median_index(times)];
+            m.wrong = wrong;  // any repetition's wrong elements count
+            return m;
+          };
+          auto times_json = [](const std::vector<PathResult>& runs) {
+            nlohmann::json t = nlohmann::json::array();
+            for (const auto& r : runs) t.push_back(r.time_us);
+            return t;
+          };
           if (paths->braid) {
-            b = measure.run_braid(*braid, spec);
-            splits = braid->take_splits();
+            b = median_run(braid_runs);
             print_result(b);
             std::fflush(stdout);
             nlohmann::json row = row_json(spec, o.multipath ? "braid_multipath" : "braid", b);
@@ -358,17 +386,21 @@ int run(int argc, char** argv) {
               for (const auto& r : splits)
                 trace.push_back({{"call", r.call}, {"nccl_elements", r.nccl_elements},
                                  {"pcie_elements", r.pcie_elements}, {"nccl_ms", r.nccl_seconds * 1e3},
-                                 {"pcie_ms", r.pcie_seconds * 1e3}, {"next_pcie_share", r.next_pcie_share}});
+                                 {"pcie_ms", r.pcie_seconds * 1e3}, {"next_pcie_share", r.next_pcie_share},
+                                 {"nvlink_path", r.nvlink_copy ? "copy" : "nccl"}});
               row["splits"] = trace;
             }
+            if (o.repeat > 1) row["repeat_time_us"] = times_json(braid_runs);
             doc["rows"].push_back(row);
             braid_busbw_sum += b.busbw;
             any_wrong |= b.wrong > 0;
           }
           if (paths->nccl) {
-            n = measure.run_nccl(*nccl, spec);
+            n = median_run(nccl_runs);
             print_result(n);
-            doc["rows"].push_back(row_json(spec, "nccl", n));
+            nlohmann::json row = row_json(spec, "nccl", n);
+            if (o.repeat > 1) row["repeat_time_us"] = times_json(nccl_runs);
+            doc["rows"].push_back(row);
             nccl_busbw_sum += n.busbw;
             any_wrong |= n.wrong > 0;
           }
