@@ -6,7 +6,8 @@ where braid's copy-engine NVLink path maps the peers' buffers through CUDA IPC.
         bench/ddp/allgather_check.py
 
 Sizes straddle the thresholds (below the copy-engine path's 16 MiB, the path alone, the path
-plus braid's PCIe share from 128 MiB), out of place and in place, in several dtypes; every
+plus braid's PCIe share from 128 MiB), out of place and in place, in several dtypes, then 2 x 80
+calls each from a send buffer of its own (more peer mappings than braid keeps open); every
 gathered element is compared with what its rank sent. Prints PASS or the first mismatch.
 """
 import os
@@ -52,6 +53,24 @@ def main():
                             failures.append(f"{dtype} {total_bytes // MIB} MiB in_place={in_place}: block {q} "
                                             f"element {bad}: {got[bad].item()} != {want[bad].item()}")
                             break
+    # 80 live send buffers, each its own allocation: more peer mappings than braid keeps open
+    # (64), so it closes the ones no longer used; then all are freed and the cache emptied, and
+    # the calls go on with new allocations.
+    n = 32 * MIB // 4 // world
+    for round_ in range(2):
+        sends = [pattern(rank, n, torch.float32) + 0 for _ in range(80)]
+        out = torch.empty((n * world,), device="cuda", dtype=torch.float32)
+        for i, inp in enumerate(sends):
+            out.fill_(-1)
+            dist.all_gather_into_tensor(out, inp)
+            cases += 1
+            for q in range(world):
+                if not torch.equal(out[q * n:(q + 1) * n], pattern(q, n, torch.float32)):
+                    failures.append(f"fresh buffer {i} of round {round_}: block {q} differs")
+                    break
+        del sends
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
     torch.cuda.synchronize()
     flag = torch.tensor([len(failures)], device="cuda")
     dist.all_reduce(flag)

@@ -141,7 +141,7 @@ PeerPath::~PeerPath() {
     if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
   if (fork_ != nullptr) cudaEventDestroy(fork_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
-  for (auto& [handle, ptr] : opened_) cudaIpcCloseMemHandle(ptr);
+  for (auto& [handle, mapping] : opened_) cudaIpcCloseMemHandle(mapping.base);
 }
 
 Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, const unsigned char** out) {
@@ -150,14 +150,32 @@ Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, const unsig
   auto it = opened_.find(key);
   if (it == opened_.end()) {
     // A handle names one allocation: a buffer freed and made again gets a new handle, so a cached
-    // mapping is never stale. Mappings live as long as the communicator.
+    // mapping is never stale. But a mapping keeps the peer's freed allocation alive, so mappings
+    // are bounded: past kMaxMappings, those the previous call did not use are closed, once this
+    // rank's copies have drained (closing one under a copy in flight would fault it).
+    if (opened_.size() >= kMaxMappings) {
+      for (cudaStream_t s : {copy_in_, copy_out_}) BRAID_TRY(cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize"));
+      size_t closed = 0;
+      for (auto m = opened_.begin(); m != opened_.end();) {
+        if (m->second.last_call + 1 >= seq_) {
+          ++m;
+          continue;
+        }
+        cudaIpcCloseMemHandle(m->second.base);
+        m = opened_.erase(m);
+        ++closed;
+      }
+      BRAID_INFO(Alloc, "NVLink copy-engine path: closed %zu peer mappings not used lately (%zu stay open)", closed,
+                 opened_.size());
+    }
     cudaIpcMemHandle_t h;
     std::memcpy(&h, words, sizeof h);
     void* p = nullptr;
     BRAID_TRY(cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle"));
-    it = opened_.emplace(key, static_cast<unsigned char*>(p)).first;
+    it = opened_.emplace(key, Mapping{static_cast<unsigned char*>(p), 0}).first;
   }
-  *out = it->second + offset;
+  it->second.last_call = seq_ + 1;  // the call about to be queued
+  *out = it->second.base + offset;
   return Result::Success;
 }
 
@@ -200,18 +218,18 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   bool shareable = false;
-  BRAID_TRY(share_buffers(send, &shareable));
-  if (!shareable) return Result::Success;
+  Result r = share_buffers(send, &shareable);
+  if (r == Result::Success && !shareable) return Result::Success;
   *carried = true;
-  const Result queued = enqueue(send, recv, count, type, elements, stream);
-  if (queued != Result::Success) {
+  if (r == Result::Success) r = enqueue(send, recv, count, type, elements, stream);
+  if (r != Result::Success) {
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
     const std::string why = last_error();
     comm_->engine->peer_signal(rank_, &RankRecord::peer_ready)->store(~0ull >> 1);
     comm_->engine->peer_signal(rank_, &RankRecord::peer_read_done)->store(~0ull >> 1);
     comm_->engine->abort();
-    return fail(queued, "%s (the communicator is aborted)", why.c_str());
+    return fail(r, "%s (the communicator is aborted)", why.c_str());
   }
   return Result::Success;
 }

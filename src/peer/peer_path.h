@@ -72,7 +72,12 @@ class PeerPath {
   cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
   cudaEvent_t fork_ = nullptr;
   std::vector<cudaEvent_t> joins_;
-  std::map<std::array<uint64_t, 8>, unsigned char*> opened_;  // peers' IPC handles, mapped
+  struct Mapping {
+    unsigned char* base = nullptr;  // a peer's allocation, opened from its IPC handle
+    uint64_t last_call = 0;         // the latest call (seq_) that read it
+  };
+  static constexpr size_t kMaxMappings = 64;
+  std::map<std::array<uint64_t, 8>, Mapping> opened_;
 };
 
 }  // namespace braid::peer
