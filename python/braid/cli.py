@@ -16,11 +16,14 @@ def _run(argv):
 
 
 # What `braid bench` (and so ./run.sh) measures when given no arguments: braid as the drop-in
-# runs it (NCCL + PCIe, --multipath) against NCCL alone, then braid's PCIe path alone against
-# NCCL's own host-staged path (NCCL_P2P_DISABLE=1 for NCCL), with the PCIe ceiling.
+# runs it (NVLink + PCIe, --multipath) against NCCL alone, each row the median of 3 repetitions,
+# then braid's PCIe path alone against NCCL's own host-staged path (NCCL_P2P_DISABLE=1 for NCCL),
+# with the PCIe ceiling.
+MULTIPATH = ["--multipath", "-b", "1M", "-e", "1G", "-f", "4", "-w", "30", "--repeat", "3"]
 DEFAULT_BENCH = [
-    (["--multipath", "-C", "all_reduce", "-b", "1M", "-e", "1G", "-f", "4", "-w", "30"], {}),
-    (["--multipath", "-C", "all_gather", "-b", "1M", "-e", "1G", "-f", "4", "-w", "30"], {}),
+    (MULTIPATH + ["-C", "all_reduce"], {}),
+    (MULTIPATH + ["-C", "all_gather"], {}),
+    (MULTIPATH + ["-C", "reduce_scatter"], {}),
     (["-C", "all_reduce", "-b", "64M", "-e", "1G", "-f", "4", "--ceiling"], {"NCCL_P2P_DISABLE": "1"}),
 ]
 
