@@ -227,7 +227,7 @@ Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
   BRAID_TRY(counter_address(until.counter, &addr));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (std::find(waited_.begin(), waited_.end(), until.counter) == waited_.end()) waited_.push_back(until.counter);
+    waited_.insert(until.counter);
   }
   return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, until.value, CU_STREAM_WAIT_VALUE_GEQ),
                       "cuStreamWaitValue64");

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "device/backend.h"
@@ -96,7 +97,9 @@ class CudaBackend final : public device::Backend {
 
   mutable std::mutex mutex_;  // registrations, waited counters, error
   std::vector<Registration> registrations_;
-  std::vector<std::atomic<uint64_t>*> waited_;  // released by abort() so no stream stays parked
+  // Released by abort() so no stream stays parked; a set, since every wait of every collective
+  // looks itself up here (a program of 8 ranks makes hundreds).
+  std::unordered_set<std::atomic<uint64_t>*> waited_;
   Result error_ = Result::Success;
   std::string error_text_;
 };
