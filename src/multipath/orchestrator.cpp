@@ -254,8 +254,8 @@ Result Orchestrator::peer_share(const SplitCall& call, size_t elements, cudaStre
   last_share_copied_ = *carried;
   if (!*carried && !peer_refused_logged_) {
     peer_refused_logged_ = true;
-    BRAID_INFO(Balance, "multipath: a buffer of this call cannot be shared through CUDA IPC; NCCL carries "
-               "the NVLink share of such calls");
+    BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared through CUDA IPC; "
+               "NCCL carries the NVLink share of such calls");
   }
   return Result::Success;
 }

@@ -179,13 +179,16 @@ Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, const unsig
   return Result::Success;
 }
 
-Result PeerPath::share_buffers(const void* send, bool* all_shareable) {
+Result PeerPath::share_buffers(const void* send, const void* recv, bool* all_shareable) {
   uint64_t mine[kBufferWords] = {};
   mine[kSendPointer] = reinterpret_cast<uint64_t>(send);
-  if (any_ipc_) {
+  // A null buffer is bad input: NCCL, which then moves the share on every rank, reports it as it
+  // does without braid.
+  if (send == nullptr || recv == nullptr) mine[kUnshareable] = 1;
+  if (any_ipc_ && mine[kUnshareable] == 0) {
     const unsigned char* base = nullptr;
     cudaIpcMemHandle_t h;
-    if (send == nullptr || allocation_base(send, &base) != Result::Success ||
+    if (allocation_base(send, &base) != Result::Success ||
         cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)) != cudaSuccess) {
       cudaGetLastError();
       mine[kUnshareable] = 1;
@@ -218,7 +221,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   bool shareable = false;
-  Result r = share_buffers(send, &shareable);
+  Result r = share_buffers(send, recv, &shareable);
   if (r == Result::Success && !shareable) return Result::Success;
   *carried = true;
   if (r == Result::Success) r = enqueue(send, recv, count, type, elements, stream);

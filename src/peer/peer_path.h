@@ -58,8 +58,8 @@ class PeerPath {
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
   // Publishes this rank's send buffer and maps every peer's; false in *all_shareable when a
-  // rank's buffer cannot be exported.
-  Result share_buffers(const void* send, bool* all_shareable);
+  // rank's buffer cannot be exported (or is null).
+  Result share_buffers(const void* send, const void* recv, bool* all_shareable);
   Result open_handle(const uint64_t* words, uint64_t offset, const unsigned char** out);
   Result enqueue(const void* send, void* recv, size_t count, DataType type, size_t elements, cudaStream_t stream);
 
