@@ -16,9 +16,9 @@ summary() { grep -E "^\[  (FAILED|PASSED) |Failure" "$1" | sort | uniq -c | sort
   echo "shim group rc=$?"; summary $OUT/shim_group.log
   echo "## all_gather exactness through torchrun, LD_PRELOAD=libbraid.so"
   LD_PRELOAD=$PWD/$G/lib/libbraid.so BRAID_DEBUG=INFO BRAID_DEBUG_SUBSYS=INIT,BALANCE BRAID_DEBUG_FILE="$OUT/allgather.%p.log" \
-    timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 bench/ddp/allgather_check.py \
-    > $OUT/allgather_check.log 2>&1
-  echo "allgather check rc=$?"; grep -E "PASS|FAIL|rank [0-9]:" $OUT/allgather_check.log | head -6
+    timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 bench/ddp/peer_path_check.py \
+    > $OUT/peer_path_check.log 2>&1
+  echo "peer path check rc=$?"; grep -E "PASS|FAIL|rank [0-9]:" $OUT/peer_path_check.log | head -6
   grep -h "copy-engine" $OUT/allgather.*.log | head -2
   echo "$(cat $OUT/allgather.*.log | grep -c 'split allgather') split allgather lines in braid's logs"
   for c in all_gather all_reduce reduce_scatter; do

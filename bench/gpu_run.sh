@@ -23,11 +23,11 @@ if [ "$what" != bench ]; then
   BRAID_TIMEOUT=20 BRAID_DEBUG=WARN timeout 120 $G/shim_group_gpu_test > $OUT/shim_group.log 2>&1; echo "shim group rc=$?"; summary $OUT/shim_group.log; tail -3 $OUT/shim_group.log
   # all_gather through torchrun: the copy-engine NVLink path across processes (CUDA IPC).
   LD_PRELOAD=$PWD/$G/lib/libbraid.so timeout 150 python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
-    bench/ddp/allgather_check.py > $OUT/allgather_check.log 2>&1; echo "allgather check rc=$?"; grep -E "PASS|FAIL" $OUT/allgather_check.log
+    bench/ddp/peer_path_check.py > $OUT/peer_path_check.log 2>&1; echo "peer path check rc=$?"; grep -E "PASS|FAIL" $OUT/peer_path_check.log
   # ... with every tensor its own allocation: more peer mappings than braid keeps, some freed while mapped.
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 LD_PRELOAD=$PWD/$G/lib/libbraid.so timeout 150 python3 -m torch.distributed.run --standalone \
-    --nproc_per_node=2 bench/ddp/allgather_check.py > $OUT/allgather_check_nocache.log 2>&1
-  echo "allgather check (no caching allocator) rc=$?"; grep -E "PASS|FAIL" $OUT/allgather_check_nocache.log
+    --nproc_per_node=2 bench/ddp/peer_path_check.py > $OUT/peer_path_check_nocache.log 2>&1
+  echo "peer path check (no caching allocator) rc=$?"; grep -E "PASS|FAIL" $OUT/peer_path_check_nocache.log
 fi
 if [ "$what" != tests ]; then
   # Slice and staging sizes: the CUDA backend's defaults (16 MiB, 1 GiB).

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Exactness of all_gather through braid's drop-in with one process per GPU (torchrun), the case
-where braid's copy-engine NVLink path maps the peers' buffers through CUDA IPC.
+"""Exactness of all_gather and all_reduce through braid's drop-in with one process per GPU
+(torchrun), the case where braid's own NVLink path (src/peer) maps the peers' buffers through CUDA
+IPC: the AllGather's copy engines read them, the AllReduce's kernel reads and writes them.
 
     LD_PRELOAD=libbraid.so python3 -m torch.distributed.run --standalone --nproc_per_node=N \\
-        bench/ddp/allgather_check.py
+        bench/ddp/peer_path_check.py
 
-Sizes straddle the thresholds (below the copy-engine path's 16 MiB, the path alone, the path
-plus braid's PCIe share from 128 MiB), out of place and in place, in several dtypes, then 2 x 80
-calls each from a send buffer of its own (more peer mappings than braid keeps open); every
-gathered element is compared with what its rank sent. Prints PASS or the first mismatch.
+Sizes straddle the thresholds (below the path's 16 MiB, the path alone, the path plus braid's
+PCIe share from 128 MiB; for all_reduce the kernel reading the peers and, from 64 MiB, the copy
+engines pulling into scratch), in several dtypes; all_gather out of place and in place, then
+2 x 80 calls each from a buffer of its own (more peer mappings than braid keeps open), for both
+collectives. Every element is compared with the exact answer (small integers, exact in every
+dtype used). Prints PASS or the first mismatches.
 """
 import os
 import sys
@@ -23,6 +26,18 @@ def pattern(rank, n, dtype):
     # Small integers: exact in every dtype below, so equality is the check.
     values = (torch.arange(n, device="cuda", dtype=torch.int64) % 61) + 3 * rank
     return values.to(dtype)
+
+
+def reduced(world, n, dtype, op):
+    # Sums of small integers stay exact; the average of two is a multiple of 0.5 (exact too).
+    parts = [pattern(q, n, torch.float64) for q in range(world)]
+    if op == dist.ReduceOp.MAX:
+        want = torch.stack(parts).max(dim=0).values
+    else:
+        want = torch.stack(parts).sum(dim=0)
+        if op == dist.ReduceOp.AVG:
+            want = want / world
+    return want.to(dtype)
 
 
 def main():
@@ -53,6 +68,24 @@ def main():
                             failures.append(f"{dtype} {total_bytes // MIB} MiB in_place={in_place}: block {q} "
                                             f"element {bad}: {got[bad].item()} != {want[bad].item()}")
                             break
+    for dtype in (torch.float32, torch.bfloat16, torch.int32):
+        esize = torch.tensor([], dtype=dtype).element_size()
+        for total_bytes in (8 * MIB, 64 * MIB, 256 * MIB, 1024 * MIB):
+            n = total_bytes // esize
+            for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+                if op == dist.ReduceOp.AVG and not dtype.is_floating_point:
+                    continue
+                want = reduced(world, n, dtype, op)
+                for _ in range(3):  # the balancer moves the split between calls
+                    t = pattern(rank, n, dtype)
+                    dist.all_reduce(t, op=op)
+                    cases += 1
+                    if not torch.equal(t, want):
+                        bad = (t != want).nonzero()[0].item()
+                        failures.append(f"all_reduce {op} {dtype} {total_bytes // MIB} MiB: element {bad}: "
+                                        f"{t[bad].item()} != {want[bad].item()}")
+                        break
+                del want
     # 80 live send buffers, each its own allocation: more peer mappings than braid keeps open
     # (64), so it closes the ones no longer used; then all are freed and the cache emptied, and
     # the calls go on with new allocations.
@@ -68,14 +101,22 @@ def main():
                 if not torch.equal(out[q * n:(q + 1) * n], pattern(q, n, torch.float32)):
                     failures.append(f"fresh buffer {i} of round {round_}: block {q} differs")
                     break
-        del sends
+        # The same for all_reduce (in place: one mapping per buffer).
+        want = reduced(world, n, torch.float32, dist.ReduceOp.SUM)
+        bufs = [pattern(rank, n, torch.float32) + 0 for _ in range(80)]
+        for i, t in enumerate(bufs):
+            dist.all_reduce(t)
+            cases += 1
+            if not torch.equal(t, want):
+                failures.append(f"all_reduce of fresh buffer {i} of round {round_} differs")
+        del sends, bufs
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     torch.cuda.synchronize()
     flag = torch.tensor([len(failures)], device="cuda")
     dist.all_reduce(flag)
     if rank == 0:
-        print(f"{'PASS' if flag.item() == 0 else 'FAIL'}: {cases} all_gather calls per rank, {world} ranks, "
+        print(f"{'PASS' if flag.item() == 0 else 'FAIL'}: {cases} all_gather and all_reduce calls per rank, {world} ranks, "
               f"{flag.item()} mismatching")
     for f in failures[:5]:
         print(f"rank {rank}: {f}")

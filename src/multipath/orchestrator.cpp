@@ -110,7 +110,7 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
   }
   BRAID_INFO(Init, "multipath: rank %d/%d on GPU %d splits collectives of %lld bytes and more across "
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
-             static_cast<long long>(min_bytes), o->peer_ ? "AllGather on the copy engines, the rest on NCCL" : "NCCL",
+             static_cast<long long>(min_bytes), o->peer_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->table_->balancer_name()).c_str());
   *out = std::move(o);
   return Result::Success;
@@ -150,12 +150,19 @@ bool Orchestrator::wants(const SplitCall& call) const {
   if (!datatype_valid(static_cast<int>(call.type))) return false;
   if (call.op >= ncclNumOps && collective_reduces(call.collective) && premulsum_.count(call.op) == 0) return false;
   const size_t bytes = message_bytes(call, nranks_);
-  if (rides_copy_engines(call.collective) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
+  if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
     return true;
   return bytes >= table_->split_min_bytes();
 }
 
-bool Orchestrator::rides_copy_engines(Collective c) const { return peer_ && peer::PeerPath::carries(c); }
+// Operators made on the communicator (PreMulSum) have values from ncclNumOps on.
+static RedOp builtin_or_premulsum(ncclRedOp_t op) {
+  return op < ncclNumOps ? static_cast<RedOp>(op) : RedOp::PreMulSum;
+}
+
+bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
+  return peer_ && peer_->carries(call.collective, builtin_or_premulsum(call.op));
+}
 
 void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
 
@@ -248,9 +255,10 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
 Result Orchestrator::peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried) {
   *carried = false;
   last_share_copied_ = false;
-  if (!rides_copy_engines(call.collective)) return Result::Success;
-  BRAID_TRY(peer_->run(call.collective, call.send, call.recv, call.count, static_cast<DataType>(call.type), elements,
-                       stream, carried));
+  if (!rides_copy_engines(call)) return Result::Success;
+  BRAID_TRY(peer_->run(call.collective, call.send, call.recv, call.count, static_cast<DataType>(call.type),
+                       builtin_or_premulsum(call.op),
+                       elements, stream, carried));
   last_share_copied_ = *carried;
   if (!*carried && !peer_refused_logged_) {
     peer_refused_logged_ = true;
@@ -451,7 +459,7 @@ Result Orchestrator::settle_one() {
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
              std::string(collective_name(p.record.what.collective)).c_str(),
              std::string(datatype_name(type)).c_str(), op_text(p.record.what.op).c_str(), p.record.bytes,
-             static_cast<unsigned long long>(p.record.call), p.record.nvlink_copy ? "copy engines" : "nccl",
+             static_cast<unsigned long long>(p.record.call), p.record.nvlink_copy ? "braid" : "nccl",
              p.record.nccl_elements, p.record.pcie_elements,
              p.record.nccl_seconds * 1e3, p.record.pcie_seconds * 1e3, p.record.next_pcie_share);
   trace(p.record);

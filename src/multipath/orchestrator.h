@@ -98,7 +98,8 @@ class Orchestrator {
   // The NVLink share on braid's copy-engine path (BRAID_NVLINK_PATH) when it carries this call:
   // *carried says whether it did (else NCCL moves the share).
   Result peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried);
-  bool rides_copy_engines(Collective c) const;
+  // Whether braid's own NVLink path (src/peer) carries this call's NVLink share.
+  bool rides_copy_engines(const SplitCall& call) const;
   Result nccl_share_copied(const SplitCall& call, size_t elements);
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result pcie_share(const SplitCall& call, size_t begin, size_t elements);

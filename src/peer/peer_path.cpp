@@ -8,6 +8,8 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
+#include "cuda/peer_reduce.h"
 #include "engine/control.h"
 
 namespace braid::peer {
@@ -16,13 +18,20 @@ namespace {
 
 using engine::RankRecord;
 
-// Words of one rank's buffer record in the per-call exchange: the send pointer (for peers in
-// this process), its offset in the exported allocation and the allocation's IPC handle (for the
-// others), and whether it could be exported.
+// Words of one rank's buffer record in the per-call exchange: for the send and the receive
+// buffer, the pointer (for peers in this process), its offset in the exported allocation and the
+// allocation's IPC handle (for the others); and whether they could be exported.
 constexpr int kHandleWords = 8;
-constexpr int kSendPointer = 0, kSendOffset = 1, kSendHandle = 2, kUnshareable = kSendHandle + kHandleWords,
-              kBufferWords = kUnshareable + 1;
+struct BufferWords {
+  int pointer, offset, handle;
+};
+constexpr BufferWords kSendWords{0, 1, 2}, kRecvWords{2 + kHandleWords, 3 + kHandleWords, 4 + kHandleWords};
+constexpr int kUnshareable = kRecvWords.handle + kHandleWords, kBufferWords = kUnshareable + 1;
+// AllReduce parts start on this many bytes, so the kernel's 16-byte accesses line up wherever
+// the caller's buffer does.
+constexpr size_t kPartAlignBytes = 256;
 static_assert(sizeof(cudaIpcMemHandle_t) == kHandleWords * sizeof(uint64_t));
+static_assert(kSendWords.handle + kHandleWords <= kRecvWords.pointer);
 static_assert(kBufferWords <= engine::kExchangeSlots);
 
 // The allocation that holds `p` (IPC exports whole allocations), through the runtime's driver
@@ -131,6 +140,8 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
     cudaEvent_t e = nullptr;
     BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
     joins_.push_back(e);
+    BRAID_TRY(cuda(cudaEventCreateWithFlags(&pulled_[i], cudaEventDisableTiming), "cudaEventCreate"));
+    BRAID_TRY(cuda(cudaEventCreateWithFlags(&reduced_[i], cudaEventDisableTiming), "cudaEventCreate"));
   }
   return Result::Success;
 }
@@ -141,10 +152,15 @@ PeerPath::~PeerPath() {
     if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
   if (fork_ != nullptr) cudaEventDestroy(fork_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
+  for (int i = 0; i < 2; ++i) {
+    if (pulled_[i] != nullptr) cudaEventDestroy(pulled_[i]);
+    if (reduced_[i] != nullptr) cudaEventDestroy(reduced_[i]);
+  }
+  if (scratch_ != nullptr) cudaFree(scratch_);
   for (auto& [handle, mapping] : opened_) cudaIpcCloseMemHandle(mapping.base);
 }
 
-Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, const unsigned char** out) {
+Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned char** out) {
   std::array<uint64_t, kHandleWords> key;
   std::copy(words, words + kHandleWords, key.begin());
   auto it = opened_.find(key);
@@ -179,52 +195,65 @@ Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, const unsig
   return Result::Success;
 }
 
-Result PeerPath::share_buffers(const void* send, const void* recv, bool* all_shareable) {
+Result PeerPath::share_buffers(const void* send, const void* recv, bool with_recv, bool* all_shareable) {
   uint64_t mine[kBufferWords] = {};
-  mine[kSendPointer] = reinterpret_cast<uint64_t>(send);
   // A null buffer is bad input: NCCL, which then moves the share on every rank, reports it as it
   // does without braid.
   if (send == nullptr || recv == nullptr) mine[kUnshareable] = 1;
-  if (any_ipc_ && mine[kUnshareable] == 0) {
+  auto publish = [&](const void* p, BufferWords w) {
+    mine[w.pointer] = reinterpret_cast<uint64_t>(p);
+    if (!any_ipc_ || mine[kUnshareable] != 0) return;
     const unsigned char* base = nullptr;
     cudaIpcMemHandle_t h;
-    if (allocation_base(send, &base) != Result::Success ||
+    if (allocation_base(p, &base) != Result::Success ||
         cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)) != cudaSuccess) {
       cudaGetLastError();
       mine[kUnshareable] = 1;
-    } else {
-      mine[kSendOffset] = static_cast<uint64_t>(static_cast<const unsigned char*>(send) - base);
-      std::memcpy(&mine[kSendHandle], &h, sizeof h);
+      return;
     }
-  }
+    mine[w.offset] = static_cast<uint64_t>(static_cast<const unsigned char*>(p) - base);
+    std::memcpy(&mine[w.handle], &h, sizeof h);
+  };
+  publish(send, kSendWords);
+  if (with_recv) publish(recv, kRecvWords);
   std::vector<uint64_t> all;
   BRAID_TRY(comm_->engine->exchange(mine, &all));
   *all_shareable = true;
   for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
   if (!*all_shareable) return Result::Success;
+  auto map = [&](int q, const uint64_t* theirs, BufferWords w, unsigned char** out) -> Result {
+    if (q == rank_ || same_process_[q]) {
+      *out = reinterpret_cast<unsigned char*>(theirs[w.pointer]);
+      return Result::Success;
+    }
+    return open_handle(&theirs[w.handle], theirs[w.offset], out);
+  };
   for (int q = 0; q < nranks_; ++q) {
     const uint64_t* theirs = &all[static_cast<size_t>(q) * kBufferWords];
-    if (q == rank_ || same_process_[q]) {
-      shared_[q].send = reinterpret_cast<const unsigned char*>(theirs[kSendPointer]);
-      continue;
-    }
-    BRAID_TRY(open_handle(&theirs[kSendHandle], theirs[kSendOffset], &shared_[q].send));
+    unsigned char* p = nullptr;
+    BRAID_TRY(map(q, theirs, kSendWords, &p));
+    shared_[q].send = p;
+    shared_[q].recv = nullptr;
+    if (with_recv) BRAID_TRY(map(q, theirs, kRecvWords, &shared_[q].recv));
   }
   return Result::Success;
 }
 
-Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, DataType type, size_t elements,
-                     cudaStream_t stream, bool* carried) {
+Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                     size_t elements, cudaStream_t stream, bool* carried) {
   *carried = false;
-  if (!carries(c))
+  if (!carries(c, op))
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  const bool reduces = c == Collective::AllReduce;
   bool shareable = false;
-  Result r = share_buffers(send, recv, &shareable);
+  Result r = share_buffers(send, recv, reduces, &shareable);
   if (r == Result::Success && !shareable) return Result::Success;
   *carried = true;
-  if (r == Result::Success) r = enqueue(send, recv, count, type, elements, stream);
+  if (r == Result::Success)
+    r = reduces ? enqueue_all_reduce(send, recv, type, op, elements, stream)
+                : enqueue_all_gather(send, recv, count, type, elements, stream);
   if (r != Result::Success) {
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
@@ -237,8 +266,8 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   return Result::Success;
 }
 
-Result PeerPath::enqueue(const void* send, void* recv, size_t count, DataType type, size_t elements,
-                         cudaStream_t stream) {
+Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
+                                    cudaStream_t stream) {
   const uint64_t seq = ++seq_;
   auto signal = [&](int q, std::atomic<uint64_t> RankRecord::*which) { return comm_->engine->peer_signal(q, which); };
   cuda::CudaBackend& dev = *comm_->backend;
@@ -277,6 +306,110 @@ Result PeerPath::enqueue(const void* send, void* recv, size_t count, DataType ty
   BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_read_done), seq}));
   for (int q = 0; q < nranks_; ++q)
     if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_read_done), seq}));
+  return Result::Success;
+}
+
+// AllReduce: the share [0, elements) is cut into one part per rank (on kPartAlignBytes); each
+// rank reduces its part of every rank's input and stores the result into its part of every
+// rank's output, so every element is computed once and every rank gets the same bits. Only the
+// share's own stream waits on peers' counters (the copy stream of the pulls waits on local events
+// only).
+Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
+                                    cudaStream_t stream) {
+  const uint64_t seq = ++seq_;
+  auto signal = [&](int q, std::atomic<uint64_t> RankRecord::*which) { return comm_->engine->peer_signal(q, which); };
+  cuda::CudaBackend& dev = *comm_->backend;
+  // Every rank's inputs are ready and its output is free to be written.
+  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_ready), seq}));
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_ready), seq}));
+
+  const size_t esize = datatype_size(type);
+  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
+  const size_t per_rank = elements / static_cast<size_t>(nranks_) / align * align;
+  const size_t begin = static_cast<size_t>(rank_) * per_rank;
+  const size_t mine = rank_ == nranks_ - 1 ? elements - begin : per_rank;
+  const int64_t pull_min = settings().nvlink_pull_min_bytes;
+  const bool pull = pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
+  if (mine > 0) BRAID_TRY(reduce_part(send, recv, type, op, begin, mine, pull, stream));
+
+  // This rank has read the peers' inputs and written their outputs; the share ends when all have.
+  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_read_done), seq}));
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_read_done), seq}));
+  return Result::Success;
+}
+
+Result PeerPath::ensure_scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return Result::Success;
+  // The old scratch may still be read by queued kernels: drain them before freeing it.
+  BRAID_TRY(cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  BRAID_TRY(cuda(cudaMalloc(&scratch_, bytes), "cudaMalloc (NVLink pull scratch)"));
+  scratch_bytes_ = bytes;
+  return Result::Success;
+}
+
+Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
+                             cudaStream_t stream) {
+  const size_t esize = datatype_size(type);
+  const auto* in = static_cast<const unsigned char*>(send);
+  auto* out = static_cast<unsigned char*>(recv);
+  cuda::PeerOperands o;
+  o.n_inputs = nranks_;
+  o.n_outputs = nranks_;
+  // Outputs: this rank's first, then every peer's.
+  auto set_outputs = [&](size_t at) {
+    o.outputs[0] = out + at * esize;
+    for (int q = 0, j = 1; q < nranks_; ++q)
+      if (q != rank_) o.outputs[j++] = shared_[q].recv + at * esize;
+  };
+  auto launch = [&](size_t count) {
+    return cuda(cuda::reduce_to_all(type, op, o, count, stream, cuda::kPeerReduceBlocks, cuda::kPeerReduceThreads),
+                "reduce_to_all (the AllReduce part over NVLink)");
+  };
+  if (!pull) {
+    for (int q = 0; q < nranks_; ++q) o.inputs[q] = (q == rank_ ? in : shared_[q].send) + begin * esize;
+    set_outputs(begin);
+    return launch(n);
+  }
+
+  // Pieces of every peer's part pulled by the copy engines into one of two scratch slots while
+  // the kernel reduces the other slot's.
+  const size_t peers = static_cast<size_t>(nranks_ - 1);
+  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
+  const int64_t budget = std::max<int64_t>(settings().nvlink_scratch_bytes, 0);
+  const size_t piece = std::max(align, static_cast<size_t>(budget) / (2 * peers) / esize / align * align);
+  const size_t slot_bytes = peers * piece * esize;
+  BRAID_TRY(ensure_scratch(2 * slot_bytes));
+  auto* scratch = static_cast<unsigned char*>(scratch_);
+  BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
+  BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, fork_, 0), "cudaStreamWaitEvent"));
+  size_t k = 0;
+  for (size_t at = begin; at < begin + n; at += piece, ++k) {
+    const size_t count = std::min(piece, begin + n - at);
+    const size_t slot = k % 2;
+    unsigned char* base = scratch + slot * slot_bytes;
+    if (k >= 2) BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, reduced_[slot], 0), "cudaStreamWaitEvent (slot free)"));
+    for (int q = 0, i = 0; q < nranks_; ++q) {
+      if (q == rank_) {
+        o.inputs[q] = in + at * esize;
+        continue;
+      }
+      unsigned char* into = base + static_cast<size_t>(i++) * piece * esize;
+      BRAID_TRY(cuda(cudaMemcpyAsync(into, shared_[q].send + at * esize, count * esize, cudaMemcpyDeviceToDevice,
+                                     copy_in_),
+                     "cudaMemcpyAsync (a peer's AllReduce piece over NVLink)"));
+      o.inputs[q] = into;
+    }
+    BRAID_TRY(cuda(cudaEventRecord(pulled_[slot], copy_in_), "cudaEventRecord (pulled)"));
+    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, pulled_[slot], 0), "cudaStreamWaitEvent (pulled)"));
+    set_outputs(at);
+    BRAID_TRY(launch(count));
+    BRAID_TRY(cuda(cudaEventRecord(reduced_[slot], stream), "cudaEventRecord (reduced)"));
+  }
   return Result::Success;
 }
 

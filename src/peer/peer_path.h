@@ -1,14 +1,19 @@
-// braid's NVLink path for AllGather: each GPU's copy engines pull its peers' blocks over NVLink
-// (cudaMemcpyAsync from another GPU's memory: no SM). On 2x H200 the copy engines move 389 GB/s
-// each way at once, where NCCL's AllGather kernels move 243-274 GB/s per direction
-// (bench/nvlink_probe.cu, run 10), so this path carries the NVLink share of a split AllGather
-// (BRAID_NVLINK_PATH, docs/MULTIPATH.md).
+// braid's own NVLink path, for the NVLink share of AllGather and AllReduce (BRAID_NVLINK_PATH,
+// docs/MULTIPATH.md):
+// - AllGather: each GPU's copy engines pull its peers' blocks over NVLink (cudaMemcpyAsync from
+//   another GPU's memory: no SM). On 2x H200 they move 389 GB/s each way at once, where NCCL's
+//   AllGather kernels move 243-274 GB/s per direction (bench/nvlink_probe.cu, run 10).
+// - AllReduce: the share is cut into one part per rank; each rank reduces its part of every
+//   rank's input and stores the result into its part of every rank's output (cuda/peer_reduce).
+//   Small shares read the peers' inputs from the kernel over NVLink; large ones have the copy
+//   engines pull them into scratch first, piece by piece (bench/peer_allreduce_probe.cu, run 11:
+//   1.1-1.6x NCCL's all_reduce alone from 4 MB to 1 GiB).
 //
-// Every rank pulls: it reads its peers' send buffers and writes only its own receive buffer.
 // Ordering between GPUs travels through counters in the engine's registered control segment with
 // stream memory operations (as the PCIe engine's): a rank raises `ready` when its input is ready
 // and `read_done` once it has read its peers' blocks; its stream waits for every peer's
-// `read_done` before the share ends, so the caller may reuse its buffers afterwards. The host
+// `read_done` before the share ends, so the caller may reuse its buffers afterwards (for
+// AllReduce `read_done` also means "done writing the peers' outputs"). The host
 // never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
 // (CUDA IPC handles where the peer is another process).
 #pragma once
@@ -25,6 +30,7 @@
 #include "api/comm.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "cuda/peer_reduce.h"
 
 namespace braid::peer {
 
@@ -37,31 +43,46 @@ class PeerPath {
   PeerPath(const PeerPath&) = delete;
   PeerPath& operator=(const PeerPath&) = delete;
 
-  static bool carries(Collective c) { return c == Collective::AllGather; }
+  // PreMulSum is not carried: its scalar is each rank's own, which a rank reducing for all would
+  // need from every peer. AllReduce reads every rank's buffers in one kernel: up to 8 ranks.
+  bool carries(Collective c, RedOp op) const {
+    return c == Collective::AllGather ||
+           (c == Collective::AllReduce && op != RedOp::PreMulSum && nranks_ <= cuda::kMaxPeerOperands);
+  }
 
-  // Elements [0, elements) of every block of an AllGather (NCCL's arguments), queued on `stream`
-  // after the work already there; what is queued on `stream` afterwards also waits for the
-  // peers' reads of this rank's send buffer. All ranks call it at the same point with the same
-  // arguments but the buffers. *carried is false, on every rank, when some rank's send buffer
-  // cannot be shared with its peers (memory CUDA IPC cannot export): nothing was queued, and the
-  // caller moves the share another way.
-  Result run(Collective c, const void* send, void* recv, size_t count, DataType type, size_t elements,
+  // Elements [0, elements) of every block of an AllGather or AllReduce (NCCL's arguments), queued
+  // on `stream` after the work already there; what is queued on `stream` afterwards also waits
+  // for the peers' reads of this rank's buffers (and, for AllReduce, their writes into its
+  // output). All ranks call it at the same point with the same arguments but the buffers.
+  // *carried is false, on every rank, when some rank's buffer cannot be shared with its peers
+  // (memory CUDA IPC cannot export, or null): nothing was queued, and the caller moves the share
+  // another way.
+  Result run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, size_t elements,
              cudaStream_t stream, bool* carried);
 
  private:
   struct Shared {
-    const unsigned char* send = nullptr;  // a peer's send buffer as this process addresses it
+    const unsigned char* send = nullptr;  // a peer's buffers as this process addresses them
+    unsigned char* recv = nullptr;        // (AllReduce only)
   };
 
   PeerPath() = default;
   Result cuda(cudaError_t e, const char* what) const;
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
-  // Publishes this rank's send buffer and maps every peer's; false in *all_shareable when a
-  // rank's buffer cannot be exported (or is null).
-  Result share_buffers(const void* send, const void* recv, bool* all_shareable);
-  Result open_handle(const uint64_t* words, uint64_t offset, const unsigned char** out);
-  Result enqueue(const void* send, void* recv, size_t count, DataType type, size_t elements, cudaStream_t stream);
+  // Publishes this rank's send buffer (and receive buffer, when `with_recv`) and maps every
+  // peer's; false in *all_shareable when a rank's buffer cannot be exported (or is null).
+  Result share_buffers(const void* send, const void* recv, bool with_recv, bool* all_shareable);
+  Result open_handle(const uint64_t* words, uint64_t offset, unsigned char** out);
+  Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
+                            cudaStream_t stream);
+  Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
+                            cudaStream_t stream);
+  // The AllReduce part [begin, begin + n) of every rank, reduced by this one; `pull` has the copy
+  // engines bring the peers' inputs into scratch first.
+  Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
+                     cudaStream_t stream);
+  Result ensure_scratch(size_t bytes);
 
   braidComm* comm_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
@@ -72,6 +93,10 @@ class PeerPath {
   cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
   cudaEvent_t fork_ = nullptr;
   std::vector<cudaEvent_t> joins_;
+  // AllReduce's pulled pieces: two slots of scratch, each holding one piece of every peer's input.
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  cudaEvent_t pulled_[2] = {}, reduced_[2] = {};
   struct Mapping {
     unsigned char* base = nullptr;  // a peer's allocation, opened from its IPC handle
     uint64_t last_call = 0;         // the latest call (seq_) that read it
