@@ -7,7 +7,7 @@
 namespace braid::balance {
 
 HyLinkBalancer::HyLinkBalancer(HyLinkParams params)
-    : params_(params), alpha_(std::clamp(params.initial_alpha, 0.0, 1.0)) {}
+    : params_(params), alpha_(std::clamp(params.initial_alpha, 0.0, 1.0)), paid_(alpha_ > 0) {}
 
 Shares HyLinkBalancer::shares() const {
   const double fractions[2] = {1.0 - alpha_, alpha_};
@@ -36,13 +36,16 @@ void HyLinkBalancer::observe(std::span<const double> path_seconds) {
     const double decreased = params_.latency_aware ? balanced_share(t_d, t_p) : alpha_ * r;
     if (alpha_ <= params_.probe_share || decreased < params_.probe_share / 4) {
       alpha_ = 0;
-      const int cap = congested(t_p) ? params_.congested_backoff : params_.max_backoff;
+      const int cap = !paid_ ? params_.unpaid_backoff
+                      : congested(t_p) ? params_.congested_backoff
+                                       : params_.max_backoff;
       backoff_ = std::min(backoff_ * 2, std::max(cap, 1));
     } else {
       alpha_ = decreased;
     }
   } else if (r >= 1.0 + params_.gamma) {
     backoff_ = 1;
+    paid_ = true;
     alpha_ = alpha_ < params_.probe_share ? params_.probe_share
              : params_.latency_aware      ? balanced_share(t_d, t_p) * params_.lambda
                                           : alpha_ * r * params_.lambda;
@@ -117,6 +120,7 @@ void HyLinkBalancer::observe_used(const Shares& used, std::span<const double> pa
 
 void HyLinkBalancer::restore(const Shares& shares) {
   if (shares.num_paths() == 2 && shares_valid(shares)) alpha_ = shares.fraction(1);
+  paid_ = paid_ || alpha_ > 0;  // a learned share (tuning cache) is one where PCIe paid
 }
 
 }  // namespace braid::balance

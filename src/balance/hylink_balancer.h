@@ -9,6 +9,9 @@
 //   fails (r <= 1-gamma at alpha <= probe_share) sets alpha to 0 and doubles the backoff (up to
 //   max_backoff), a call where PCIe pays (r >= 1+gamma) resets it to 1. The paper's rule probes
 //   on every other call, and each probe pays the PCIe path's fixed latency (~0.2 ms here).
+//   Until PCIe has paid once at this size the backoff grows to unpaid_backoff instead: where
+//   braid's own NVLink path leaves PCIe nothing to gain (256 MB all_reduce, run 11) a probe every
+//   few calls was pure cost, and under PCIe bursts each one cost 60x a call.
 // - The decrease is alpha *= r instead of halving: halving throws away half of a share that was
 //   nearly right when r is just below 1-gamma, and needs several calls to leave PCIe when
 //   interference makes it 50x slower (r ~ 0.02; measured with braid-bench --phases).
@@ -31,6 +34,10 @@ struct HyLinkParams {
   // ... when the failed probe found PCIe congested (far slower than its learned line): the
   // congestion may end at any call, so look again soon.
   int congested_backoff = 1;
+  // ... while PCIe has not paid at this size yet (no call with r >= 1+gamma): there is no share to
+  // come back to, so probes only check whether the machine changed, and each one costs a call
+  // (run 11: 0.1 ms of a 0.77 ms 256 MB all_reduce when quiet, 55 ms under PCIe bursts).
+  int unpaid_backoff = 64;
   // Step to where the paths' times meet under "PCIe time = fixed + share x per-share time", with
   // the fixed part learned from two recent calls at different shares (see docs/BALANCE.md).
   bool latency_aware = true;
@@ -63,6 +70,7 @@ class HyLinkBalancer final : public Balancer {
   HyLinkParams params_;
   double alpha_;
   int backoff_ = 1;
+  bool paid_ = false;               // some call at this size had PCIe pay (r >= 1+gamma)
   int idle_calls_ = 0;
   bool probe_next_ = false;         // alpha_ is a probe share not yet issued
   bool probe_outstanding_ = false;  // a probe was issued; its times are not back yet

@@ -118,14 +118,14 @@ TEST(HyLink, ProbeLeavesAlphaZero) {
 }
 
 // Where PCIe does not pay (its fixed latency exceeds NVLink's whole time), a failed probe drops
-// back to NVLink alone and the next probe waits twice as long, up to max_backoff calls; a probe
-// that pays resets the wait.
-TEST(HyLink, FailedProbesBackOff) {
-  HyLinkBalancer b(HyLinkParams{.max_backoff = 4});
+// back to NVLink alone and the next probe waits twice as long: up to unpaid_backoff calls while
+// PCIe has never paid at this size, up to max_backoff once it has; a probe that pays resets the
+// wait.
+std::vector<int> failed_probe_calls(HyLinkBalancer& b, int calls) {
   const double only_nvlink[] = {1.0, 0.0};
   const double pcie_slow[] = {1.0, 5.0};  // r = 0.2 at the probe share: the probe failed
   std::vector<int> probes;
-  for (int call = 0; call < 30; ++call) {
+  for (int call = 0; call < calls; ++call) {
     if (b.alpha() > 0) {
       probes.push_back(call);
       b.observe(pcie_slow);
@@ -134,17 +134,34 @@ TEST(HyLink, FailedProbesBackOff) {
       b.observe(only_nvlink);
     }
   }
-  // Waits of 1, 2, 4, then 4 calls (the cap) between probes.
-  ASSERT_GE(probes.size(), 5u);
+  return probes;
+}
+
+TEST(HyLink, FailedProbesBackOff) {
+  HyLinkBalancer b(HyLinkParams{.max_backoff = 4, .unpaid_backoff = 16});
+  // Never paid: waits of 1, 2, 4, 8, then 16 calls (the cap) between probes.
+  std::vector<int> probes = failed_probe_calls(b, 80);
+  ASSERT_GE(probes.size(), 6u);
   EXPECT_EQ(probes[0], 1);
   EXPECT_EQ(probes[1] - probes[0], 3);
   EXPECT_EQ(probes[2] - probes[1], 5);
-  EXPECT_EQ(probes[3] - probes[2], 5);
+  EXPECT_EQ(probes[3] - probes[2], 9);
+  EXPECT_EQ(probes[4] - probes[3], 17);
+  EXPECT_EQ(probes[5] - probes[4], 17);
   // A probe that pays: alpha grows, and after it falls to 0 again the next probe is immediate.
+  const double only_nvlink[] = {1.0, 0.0};
   const double pcie_fast[] = {2.0, 1.0};
   while (b.alpha() == 0) b.observe(only_nvlink);
   b.observe(pcie_fast);
   EXPECT_GT(b.alpha(), 1.0 / 64);
+  const double pcie_stalled[] = {1.0, 50.0};
+  b.observe(pcie_stalled);
+  ASSERT_EQ(b.alpha(), 0.0);
+  // Once PCIe has paid, failed probes back off to max_backoff only (the failure above doubled
+  // the wait to 2, the next one makes it the cap of 4).
+  probes = failed_probe_calls(b, 30);
+  ASSERT_GE(probes.size(), 5u);
+  for (size_t i = 1; i < probes.size(); ++i) EXPECT_EQ(probes[i] - probes[i - 1], 5) << "probe " << i;
 }
 
 // With PCIe time = L + a*P and NVLink time = (1-a)*D, two calls at shares 20% apart give the line,
