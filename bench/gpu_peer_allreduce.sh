@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 5's GPU passes for braid's own NVLink AllReduce (src/peer, cuda/peer_reduce), in parts:
-#   checks      the drop-in's correctness matrix with the defaults, with every AllReduce share
+#   checks      the reduction kernel against the host reference (one GPU); the drop-in's correctness matrix with the defaults, with every AllReduce share
 #               pulled through a small scratch, and with NCCL on every NVLink share; the group
 #               test; all_gather and all_reduce exactness through torchrun (CUDA IPC); the three
 #               collectives against NCCL alone (medians of 3); all_reduce with NCCL's NVLink share
@@ -9,7 +9,9 @@
 #               1 GiB, and the same at 256 MB with NCCL's NVLink share (session 3's setting)
 #   variants    all_reduce's NVLink share read by the kernel (no copy engines) or pulled through
 #               a smaller scratch, each with the balancer and alone (static share 0), against
-#               NCCL alone; then the balancer under PCIe bursts at 256 MB and 1 GiB
+#               NCCL alone; reduce_scatter with the defaults, with its NVLink share alone and with
+#               BRAID_NVLINK_PATH=nccl (the same on a build where braid's path does not carry it); then the
+#               balancer under PCIe bursts at 256 MB and 1 GiB
 #   ddp         the DDP check (bench/ddp/run_ddp.sh)
 # Each part is packed into $OUT/results-<part>.tgz. Usage on the device:
 #   bash bench/gpu_peer_allreduce.sh checks|acceptance|variants|ddp
@@ -45,6 +47,10 @@ if [ "$part" = variants ]; then
         env $v $share timeout 100 $B --multipath -C all_reduce -b 64M -e 1G -f 4 -n 20 -w 30 --repeat 3 | grep -E "^ +[0-9]"
       done
     done
+    for v in "" "BRAID_BALANCER=static BRAID_STATIC_SHARE=0" BRAID_NVLINK_PATH=nccl; do
+      echo "## reduce_scatter, ${v:-defaults}: multipath vs NCCL alone, medians of 3"
+      env $v timeout 100 $B --multipath -C reduce_scatter -b 16M -e 1G -f 4 -n 20 -w 30 --repeat 3 | grep -E "^ +[0-9]"
+    done
     phases 256M
     phases 1G
     phases 256M BRAID_NVLINK_PULL_MIN_BYTES=1000000000000
@@ -69,6 +75,8 @@ if [ "$part" = acceptance ]; then
   pack; exit 0
 fi
 {
+  timeout 200 $G/cuda_peer_reduce_gpu_test > $OUT/peer_reduce_kernel.log 2>&1
+  echo "peer reduce kernel (one GPU) rc=$?"; summary $OUT/peer_reduce_kernel.log
   matrix defaults
   matrix pull BRAID_NVLINK_PULL_MIN_BYTES=1 BRAID_NVLINK_SCRATCH_BYTES=65536
   matrix nccl BRAID_NVLINK_PATH=nccl

@@ -136,6 +136,7 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
   for (cudaStream_t* s : {&copy_in_, &copy_out_})
     BRAID_TRY(cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate"));
+  BRAID_TRY(cuda(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming), "cudaEventCreate"));
   for (int i = 0; i < 2; ++i) {
     cudaEvent_t e = nullptr;
     BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
@@ -151,6 +152,7 @@ PeerPath::~PeerPath() {
   for (cudaStream_t s : {copy_in_, copy_out_})
     if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
   if (fork_ != nullptr) cudaEventDestroy(fork_);
+  if (last_done_ != nullptr) cudaEventSynchronize(last_done_), cudaEventDestroy(last_done_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
   for (int i = 0; i < 2; ++i) {
     if (pulled_[i] != nullptr) cudaEventDestroy(pulled_[i]);
@@ -168,9 +170,10 @@ Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned ch
     // A handle names one allocation: a buffer freed and made again gets a new handle, so a cached
     // mapping is never stale. But a mapping keeps the peer's freed allocation alive, so mappings
     // are bounded: past kMaxMappings, those the previous call did not use are closed, once this
-    // rank's copies have drained (closing one under a copy in flight would fault it).
+    // rank's earlier calls have drained (closing one under a copy or kernel in flight would fault
+    // it).
     if (opened_.size() >= kMaxMappings) {
-      for (cudaStream_t s : {copy_in_, copy_out_}) BRAID_TRY(cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize"));
+      BRAID_TRY(cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize"));
       size_t closed = 0;
       for (auto m = opened_.begin(); m != opened_.end();) {
         if (m->second.last_call + 1 >= seq_) {
@@ -246,14 +249,18 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  const bool reduces = c == Collective::AllReduce;
+  // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
   bool shareable = false;
-  Result r = share_buffers(send, recv, reduces, &shareable);
+  Result r = share_buffers(send, recv, c == Collective::AllReduce, &shareable);
   if (r == Result::Success && !shareable) return Result::Success;
   *carried = true;
+  // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so
+  // last_done_ stands for every call queued so far.
+  if (r == Result::Success) r = cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
   if (r == Result::Success)
-    r = reduces ? enqueue_all_reduce(send, recv, type, op, elements, stream)
-                : enqueue_all_gather(send, recv, count, type, elements, stream);
+    r = c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, stream)
+                                   : enqueue_all_reduce(send, recv, type, op, elements, stream);
+  if (r == Result::Success) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (call done)");
   if (r != Result::Success) {
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
@@ -316,6 +323,12 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
 // only).
 Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                                     cudaStream_t stream) {
+  const size_t esize = datatype_size(type);
+  // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits.
+  const int64_t pull_min = settings().nvlink_pull_min_bytes;
+  const bool pull = pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
+  if (pull) BRAID_TRY(ensure_scratch(2 * pull_slot_bytes(esize)));
+
   const uint64_t seq = ++seq_;
   auto signal = [&](int q, std::atomic<uint64_t> RankRecord::*which) { return comm_->engine->peer_signal(q, which); };
   cuda::CudaBackend& dev = *comm_->backend;
@@ -324,14 +337,13 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
   for (int q = 0; q < nranks_; ++q)
     if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_ready), seq}));
 
-  const size_t esize = datatype_size(type);
+  Part part;
   const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
   const size_t per_rank = elements / static_cast<size_t>(nranks_) / align * align;
-  const size_t begin = static_cast<size_t>(rank_) * per_rank;
-  const size_t mine = rank_ == nranks_ - 1 ? elements - begin : per_rank;
-  const int64_t pull_min = settings().nvlink_pull_min_bytes;
-  const bool pull = pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
-  if (mine > 0) BRAID_TRY(reduce_part(send, recv, type, op, begin, mine, pull, stream));
+  part.in_at = part.out_at = static_cast<size_t>(rank_) * per_rank;
+  part.n = rank_ == nranks_ - 1 ? elements - part.in_at : per_rank;
+  part.to_peers = true;
+  if (part.n > 0) BRAID_TRY(reduce_part(send, recv, type, op, part, pull, stream));
 
   // This rank has read the peers' inputs and written their outputs; the share ends when all have.
   BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_read_done), seq}));
@@ -340,10 +352,21 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
   return Result::Success;
 }
 
+size_t PeerPath::pull_piece(size_t esize) const {
+  const size_t peers = static_cast<size_t>(nranks_ - 1);
+  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
+  const int64_t budget = std::max<int64_t>(settings().nvlink_scratch_bytes, 0);
+  return std::max(align, static_cast<size_t>(budget) / (2 * peers) / esize / align * align);
+}
+
+size_t PeerPath::pull_slot_bytes(size_t esize) const {
+  return static_cast<size_t>(nranks_ - 1) * pull_piece(esize) * esize;
+}
+
 Result PeerPath::ensure_scratch(size_t bytes) {
   if (bytes <= scratch_bytes_) return Result::Success;
-  // The old scratch may still be read by queued kernels: drain them before freeing it.
-  BRAID_TRY(cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  // The old scratch may still be read by earlier calls: drain them before freeing it.
+  BRAID_TRY(cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize"));
   if (scratch_ != nullptr) cudaFree(scratch_);
   scratch_ = nullptr;
   scratch_bytes_ = 0;
@@ -352,44 +375,41 @@ Result PeerPath::ensure_scratch(size_t bytes) {
   return Result::Success;
 }
 
-Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
+Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp op, const Part& part, bool pull,
                              cudaStream_t stream) {
   const size_t esize = datatype_size(type);
   const auto* in = static_cast<const unsigned char*>(send);
   auto* out = static_cast<unsigned char*>(recv);
   cuda::PeerOperands o;
   o.n_inputs = nranks_;
-  o.n_outputs = nranks_;
-  // Outputs: this rank's first, then every peer's.
-  auto set_outputs = [&](size_t at) {
-    o.outputs[0] = out + at * esize;
+  o.n_outputs = part.to_peers ? nranks_ : 1;
+  // Outputs: this rank's first, then every peer's. `i` counts from the part's start.
+  auto set_outputs = [&](size_t i) {
+    o.outputs[0] = out + (part.out_at + i) * esize;
+    if (!part.to_peers) return;
     for (int q = 0, j = 1; q < nranks_; ++q)
-      if (q != rank_) o.outputs[j++] = shared_[q].recv + at * esize;
+      if (q != rank_) o.outputs[j++] = shared_[q].recv + (part.out_at + i) * esize;
   };
   auto launch = [&](size_t count) {
     return cuda(cuda::reduce_to_all(type, op, o, count, stream, cuda::kPeerReduceBlocks, cuda::kPeerReduceThreads),
-                "reduce_to_all (the AllReduce part over NVLink)");
+                "reduce_to_all (a reduction part over NVLink)");
   };
   if (!pull) {
-    for (int q = 0; q < nranks_; ++q) o.inputs[q] = (q == rank_ ? in : shared_[q].send) + begin * esize;
-    set_outputs(begin);
-    return launch(n);
+    for (int q = 0; q < nranks_; ++q) o.inputs[q] = (q == rank_ ? in : shared_[q].send) + part.in_at * esize;
+    set_outputs(0);
+    return launch(part.n);
   }
 
   // Pieces of every peer's part pulled by the copy engines into one of two scratch slots while
   // the kernel reduces the other slot's.
-  const size_t peers = static_cast<size_t>(nranks_ - 1);
-  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
-  const int64_t budget = std::max<int64_t>(settings().nvlink_scratch_bytes, 0);
-  const size_t piece = std::max(align, static_cast<size_t>(budget) / (2 * peers) / esize / align * align);
-  const size_t slot_bytes = peers * piece * esize;
-  BRAID_TRY(ensure_scratch(2 * slot_bytes));
+  const size_t piece = pull_piece(esize), slot_bytes = pull_slot_bytes(esize);
   auto* scratch = static_cast<unsigned char*>(scratch_);
   BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, fork_, 0), "cudaStreamWaitEvent"));
   size_t k = 0;
-  for (size_t at = begin; at < begin + n; at += piece, ++k) {
-    const size_t count = std::min(piece, begin + n - at);
+  for (size_t done = 0; done < part.n; done += piece, ++k) {
+    const size_t count = std::min(piece, part.n - done);
+    const size_t at = part.in_at + done;
     const size_t slot = k % 2;
     unsigned char* base = scratch + slot * slot_bytes;
     if (k >= 2) BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, reduced_[slot], 0), "cudaStreamWaitEvent (slot free)"));
@@ -401,12 +421,12 @@ Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp 
       unsigned char* into = base + static_cast<size_t>(i++) * piece * esize;
       BRAID_TRY(cuda(cudaMemcpyAsync(into, shared_[q].send + at * esize, count * esize, cudaMemcpyDeviceToDevice,
                                      copy_in_),
-                     "cudaMemcpyAsync (a peer's AllReduce piece over NVLink)"));
+                     "cudaMemcpyAsync (a peer's piece over NVLink)"));
       o.inputs[q] = into;
     }
     BRAID_TRY(cuda(cudaEventRecord(pulled_[slot], copy_in_), "cudaEventRecord (pulled)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, pulled_[slot], 0), "cudaStreamWaitEvent (pulled)"));
-    set_outputs(at);
+    set_outputs(done);
     BRAID_TRY(launch(count));
     BRAID_TRY(cuda(cudaEventRecord(reduced_[slot], stream), "cudaEventRecord (reduced)"));
   }

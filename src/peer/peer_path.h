@@ -78,10 +78,19 @@ class PeerPath {
                             cudaStream_t stream);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                             cudaStream_t stream);
-  // The AllReduce part [begin, begin + n) of every rank, reduced by this one; `pull` has the copy
-  // engines bring the peers' inputs into scratch first.
-  Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
+  // What one rank reduces: elements [in_at, in_at + n) of every rank's input into [out_at, ...)
+  // of its own output, and of every peer's when `to_peers`.
+  struct Part {
+    size_t in_at = 0, out_at = 0, n = 0;
+    bool to_peers = false;
+  };
+  // `pull` has the copy engines bring the peers' inputs into scratch first.
+  Result reduce_part(const void* send, void* recv, DataType type, RedOp op, const Part& part, bool pull,
                      cudaStream_t stream);
+  // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
+  // every peer's).
+  size_t pull_piece(size_t esize) const;
+  size_t pull_slot_bytes(size_t esize) const;
   Result ensure_scratch(size_t bytes);
 
   braidComm* comm_ = nullptr;
@@ -92,6 +101,7 @@ class PeerPath {
   std::vector<Shared> shared_;  // per rank, for the current call
   cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
   cudaEvent_t fork_ = nullptr;
+  cudaEvent_t last_done_ = nullptr;  // the end of the latest call queued
   std::vector<cudaEvent_t> joins_;
   // AllReduce's pulled pieces: two slots of scratch, each holding one piece of every peer's input.
   void* scratch_ = nullptr;
