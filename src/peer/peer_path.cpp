@@ -273,20 +273,27 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   return Result::Success;
 }
 
+Result PeerPath::raise(cudaStream_t stream, Counter which, uint64_t seq) {
+  return comm_->backend->raise_on_stream(stream, {comm_->engine->peer_signal(rank_, which), seq});
+}
+
+Result PeerPath::wait_for_peers(cudaStream_t stream, Counter which, uint64_t seq) {
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_) BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->peer_signal(q, which), seq}));
+  return Result::Success;
+}
+
 Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                                     cudaStream_t stream) {
   const uint64_t seq = ++seq_;
-  auto signal = [&](int q, std::atomic<uint64_t> RankRecord::*which) { return comm_->engine->peer_signal(q, which); };
-  cuda::CudaBackend& dev = *comm_->backend;
   const cudaStream_t helpers[2] = {copy_in_, copy_out_};
 
-  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_ready), seq}));
+  BRAID_TRY(raise(stream, &RankRecord::peer_ready, seq));
   BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
   for (cudaStream_t s : helpers) {
     BRAID_TRY(cuda(cudaStreamWaitEvent(s, fork_, 0), "cudaStreamWaitEvent"));
     // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
-    for (int q = 0; q < nranks_; ++q)
-      if (q != rank_) BRAID_TRY(dev.wait_on_stream(s, {signal(q, &RankRecord::peer_ready), seq}));
+    BRAID_TRY(wait_for_peers(s, &RankRecord::peer_ready, seq));
   }
 
   const size_t esize = datatype_size(type);
@@ -310,9 +317,8 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
     BRAID_TRY(cuda(cudaEventRecord(joins_[i], helpers[i]), "cudaEventRecord (join)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins_[i], 0), "cudaStreamWaitEvent (join)"));
   }
-  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_read_done), seq}));
-  for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_read_done), seq}));
+  BRAID_TRY(raise(stream, &RankRecord::peer_read_done, seq));
+  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_read_done, seq));
   return Result::Success;
 }
 
@@ -330,25 +336,19 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
   if (pull) BRAID_TRY(ensure_scratch(2 * pull_slot_bytes(esize)));
 
   const uint64_t seq = ++seq_;
-  auto signal = [&](int q, std::atomic<uint64_t> RankRecord::*which) { return comm_->engine->peer_signal(q, which); };
-  cuda::CudaBackend& dev = *comm_->backend;
   // Every rank's inputs are ready and its output is free to be written.
-  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_ready), seq}));
-  for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_ready), seq}));
+  BRAID_TRY(raise(stream, &RankRecord::peer_ready, seq));
+  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_ready, seq));
 
-  Part part;
   const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
   const size_t per_rank = elements / static_cast<size_t>(nranks_) / align * align;
-  part.in_at = part.out_at = static_cast<size_t>(rank_) * per_rank;
-  part.n = rank_ == nranks_ - 1 ? elements - part.in_at : per_rank;
-  part.to_peers = true;
-  if (part.n > 0) BRAID_TRY(reduce_part(send, recv, type, op, part, pull, stream));
+  const size_t begin = static_cast<size_t>(rank_) * per_rank;
+  const size_t mine = rank_ == nranks_ - 1 ? elements - begin : per_rank;
+  if (mine > 0) BRAID_TRY(reduce_part(send, recv, type, op, begin, mine, pull, stream));
 
   // This rank has read the peers' inputs and written their outputs; the share ends when all have.
-  BRAID_TRY(dev.raise_on_stream(stream, {signal(rank_, &RankRecord::peer_read_done), seq}));
-  for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) BRAID_TRY(dev.wait_on_stream(stream, {signal(q, &RankRecord::peer_read_done), seq}));
+  BRAID_TRY(raise(stream, &RankRecord::peer_read_done, seq));
+  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_read_done, seq));
   return Result::Success;
 }
 
@@ -375,29 +375,28 @@ Result PeerPath::ensure_scratch(size_t bytes) {
   return Result::Success;
 }
 
-Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp op, const Part& part, bool pull,
+Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
                              cudaStream_t stream) {
   const size_t esize = datatype_size(type);
   const auto* in = static_cast<const unsigned char*>(send);
   auto* out = static_cast<unsigned char*>(recv);
   cuda::PeerOperands o;
   o.n_inputs = nranks_;
-  o.n_outputs = part.to_peers ? nranks_ : 1;
-  // Outputs: this rank's first, then every peer's. `i` counts from the part's start.
-  auto set_outputs = [&](size_t i) {
-    o.outputs[0] = out + (part.out_at + i) * esize;
-    if (!part.to_peers) return;
+  o.n_outputs = nranks_;
+  // Outputs: this rank's first, then every peer's.
+  auto set_outputs = [&](size_t at) {
+    o.outputs[0] = out + at * esize;
     for (int q = 0, j = 1; q < nranks_; ++q)
-      if (q != rank_) o.outputs[j++] = shared_[q].recv + (part.out_at + i) * esize;
+      if (q != rank_) o.outputs[j++] = shared_[q].recv + at * esize;
   };
   auto launch = [&](size_t count) {
     return cuda(cuda::reduce_to_all(type, op, o, count, stream, cuda::kPeerReduceBlocks, cuda::kPeerReduceThreads),
                 "reduce_to_all (a reduction part over NVLink)");
   };
   if (!pull) {
-    for (int q = 0; q < nranks_; ++q) o.inputs[q] = (q == rank_ ? in : shared_[q].send) + part.in_at * esize;
-    set_outputs(0);
-    return launch(part.n);
+    for (int q = 0; q < nranks_; ++q) o.inputs[q] = (q == rank_ ? in : shared_[q].send) + begin * esize;
+    set_outputs(begin);
+    return launch(n);
   }
 
   // Pieces of every peer's part pulled by the copy engines into one of two scratch slots while
@@ -407,9 +406,8 @@ Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp 
   BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, fork_, 0), "cudaStreamWaitEvent"));
   size_t k = 0;
-  for (size_t done = 0; done < part.n; done += piece, ++k) {
-    const size_t count = std::min(piece, part.n - done);
-    const size_t at = part.in_at + done;
+  for (size_t at = begin; at < begin + n; at += piece, ++k) {
+    const size_t count = std::min(piece, begin + n - at);
     const size_t slot = k % 2;
     unsigned char* base = scratch + slot * slot_bytes;
     if (k >= 2) BRAID_TRY(cuda(cudaStreamWaitEvent(copy_in_, reduced_[slot], 0), "cudaStreamWaitEvent (slot free)"));
@@ -426,7 +424,7 @@ Result PeerPath::reduce_part(const void* send, void* recv, DataType type, RedOp 
     }
     BRAID_TRY(cuda(cudaEventRecord(pulled_[slot], copy_in_), "cudaEventRecord (pulled)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, pulled_[slot], 0), "cudaStreamWaitEvent (pulled)"));
-    set_outputs(done);
+    set_outputs(at);
     BRAID_TRY(launch(count));
     BRAID_TRY(cuda(cudaEventRecord(reduced_[slot], stream), "cudaEventRecord (reduced)"));
   }

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -31,6 +32,7 @@
 #include "common/result.h"
 #include "common/types.h"
 #include "cuda/peer_reduce.h"
+#include "engine/control.h"
 
 namespace braid::peer {
 
@@ -78,15 +80,14 @@ class PeerPath {
                             cudaStream_t stream);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                             cudaStream_t stream);
-  // What one rank reduces: elements [in_at, in_at + n) of every rank's input into [out_at, ...)
-  // of its own output, and of every peer's when `to_peers`.
-  struct Part {
-    size_t in_at = 0, out_at = 0, n = 0;
-    bool to_peers = false;
-  };
-  // `pull` has the copy engines bring the peers' inputs into scratch first.
-  Result reduce_part(const void* send, void* recv, DataType type, RedOp op, const Part& part, bool pull,
+  // The AllReduce part [begin, begin + n) of every rank, reduced by this one into every rank's
+  // output; `pull` has the copy engines bring the peers' inputs into scratch first.
+  Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
                      cudaStream_t stream);
+  // This rank's counter `which` raised to `seq` on `stream`; `stream` waiting until every peer's is.
+  using Counter = std::atomic<uint64_t> engine::RankRecord::*;
+  Result raise(cudaStream_t stream, Counter which, uint64_t seq);
+  Result wait_for_peers(cudaStream_t stream, Counter which, uint64_t seq);
   // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
   // every peer's).
   size_t pull_piece(size_t esize) const;
