@@ -246,11 +246,13 @@ unsigned CudaBackend::reduce_blocks() {
 }
 
 Result CudaBackend::reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged, size_t n,
-                           const reduce::OpScalar* scalar, bool scale_dst, bool scale_src, device::Signal done) {
+                           const reduce::OpScalar* dst_scale, const reduce::OpScalar* src_scale,
+                           device::Signal done) {
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));
-  BRAID_TRY(check(accumulate(type, op, dev_dst, dev_src_staged, n, to_device_scalar(scalar), scale_dst, scale_src, s,
-                             reduce_blocks()),
+  const DeviceScalar d = to_device_scalar(dst_scale), r = to_device_scalar(src_scale);
+  BRAID_TRY(check(accumulate(type, op, dev_dst, dev_src_staged, n, dst_scale ? &d : nullptr, src_scale ? &r : nullptr,
+                             s, reduce_blocks()),
                   "reduce kernel launch"));
   return signal_after(s, done);
 }

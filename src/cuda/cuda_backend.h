@@ -38,7 +38,7 @@ class CudaBackend final : public device::Backend {
   Result wait(int queue, device::Signal until) override;
   Result raise(int queue, device::Signal signal) override;
   Result reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged, size_t n,
-                const reduce::OpScalar* scalar, bool scale_dst, bool scale_src, device::Signal done) override;
+                const reduce::OpScalar* dst_scale, const reduce::OpScalar* src_scale, device::Signal done) override;
   Result scale(int queue, DataType type, void* dev_dst, const void* dev_src, size_t n,
                const reduce::OpScalar& scalar, device::Signal done) override;
   Result divide(int queue, DataType type, void* dev_data, size_t n, uint64_t divisor,

@@ -13,15 +13,15 @@ namespace {
 using namespace arith;
 
 template <typename T>
-__global__ void accumulate_kernel(RedOp op, T* dst, const T* src, size_t n, typename Arith<T>::Compute s,
-                                  bool scale_dst, bool scale_src) {
+__global__ void accumulate_kernel(RedOp op, T* dst, const T* src, size_t n, typename Arith<T>::Compute s_dst,
+                                  typename Arith<T>::Compute s_src, bool scale_dst, bool scale_src) {
   using A = Arith<T>;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     auto a = A::load(dst[i]);
     auto b = A::load(src[i]);
-    if (scale_dst) a = wrap_mul(a, s);
-    if (scale_src) b = wrap_mul(b, s);
+    if (scale_dst) a = wrap_mul(a, s_dst);
+    if (scale_src) b = wrap_mul(b, s_src);
     dst[i] = A::store(wrap_combine(op, a, b));
   }
 }
@@ -55,16 +55,18 @@ void launch_shape(size_t n, unsigned max_blocks, unsigned* blocks, unsigned* thr
 }  // namespace
 
 cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
-                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream,
+                       const DeviceScalar* dst_scale, const DeviceScalar* src_scale, cudaStream_t stream,
                        unsigned max_blocks) {
   if (n == 0) return cudaSuccess;
   return dispatch(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks, threads;
     launch_shape(n, max_blocks, &blocks, &threads);
-    const auto s = (scale_dst || scale_src) ? host_scalar<T>(scalar) : typename Arith<T>::Compute{};
-    accumulate_kernel<T><<<blocks, threads, 0, stream>>>(op, static_cast<T*>(dst), static_cast<const T*>(src), n, s,
-                                                         scale_dst, scale_src);
+    using C = typename Arith<T>::Compute;
+    const C s_dst = dst_scale ? host_scalar<T>(*dst_scale) : C{};
+    const C s_src = src_scale ? host_scalar<T>(*src_scale) : C{};
+    accumulate_kernel<T><<<blocks, threads, 0, stream>>>(op, static_cast<T*>(dst), static_cast<const T*>(src), n,
+                                                         s_dst, s_src, dst_scale != nullptr, src_scale != nullptr);
     return cudaGetLastError();
   });
 }

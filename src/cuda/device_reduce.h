@@ -21,9 +21,10 @@ struct DeviceScalar {
 // rest): fewer blocks leave SMs to NCCL's kernels running beside braid's share (BRAID_REDUCE_BLOCKS).
 constexpr unsigned kDefaultReduceBlocks = 1024;
 
-// dst[i] = A(dst[i]) op B(src[i]); A/B multiply by the scalar when scale_dst/scale_src (PreMulSum).
+// dst[i] = A(dst[i]) op B(src[i]); A multiplies by *dst_scale, B by *src_scale where given
+// (PreMulSum: each raw input by its own rank's scalar).
 cudaError_t accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
-                       const DeviceScalar& scalar, bool scale_dst, bool scale_src, cudaStream_t stream,
+                       const DeviceScalar* dst_scale, const DeviceScalar* src_scale, cudaStream_t stream,
                        unsigned max_blocks = kDefaultReduceBlocks);
 // dst[i] = scalar * src[i] (dst may equal src).
 cudaError_t scale(DataType type, void* dst, const void* src, size_t n, const DeviceScalar& scalar,

@@ -50,8 +50,8 @@ class Backend {
   virtual Result raise(int queue, Signal signal) = 0;
   // dev_dst[i] = A(dev_dst[i]) op B(dev_src_staged[i]) with reduce::accumulate's semantics.
   virtual Result reduce(int queue, DataType type, RedOp op, void* dev_dst,
-                        const void* dev_src_staged, size_t n, const reduce::OpScalar* scalar,
-                        bool scale_dst, bool scale_src, Signal done) = 0;
+                        const void* dev_src_staged, size_t n, const reduce::OpScalar* dst_scale,
+                        const reduce::OpScalar* src_scale, Signal done) = 0;
   // dev_dst[i] = scalar * dev_src[i] (PreMulSum outputs that were never combined).
   virtual Result scale(int queue, DataType type, void* dev_dst, const void* dev_src, size_t n,
                        const reduce::OpScalar& scalar, Signal done) = 0;

@@ -154,8 +154,8 @@ bool CpuBackend::execute(const Op& op) {
     }
     case Kind::Reduce: {
       Result r = reduce::accumulate(op.type, op.op, op.dst, op.src, op.bytes_or_count,
-                                    op.has_scalar ? &op.scalar : nullptr, op.scale_dst,
-                                    op.scale_src);
+                                    op.scale_dst ? &op.scalar : nullptr,
+                                    op.scale_src ? &op.src_scalar : nullptr);
       if (r != Result::Success) fail_with(r, last_error());
       return r == Result::Success;
     }
@@ -208,8 +208,8 @@ Result CpuBackend::raise(int queue, Signal signal) {
 }
 
 Result CpuBackend::reduce(int queue, DataType type, RedOp op_kind, void* dev_dst,
-                          const void* dev_src_staged, size_t n, const reduce::OpScalar* scalar,
-                          bool scale_dst, bool scale_src, Signal done) {
+                          const void* dev_src_staged, size_t n, const reduce::OpScalar* dst_scale,
+                          const reduce::OpScalar* src_scale, Signal done) {
   Op op;
   op.kind = Kind::Reduce;
   op.dst = dev_dst;
@@ -217,10 +217,10 @@ Result CpuBackend::reduce(int queue, DataType type, RedOp op_kind, void* dev_dst
   op.bytes_or_count = n;
   op.type = type;
   op.op = op_kind;
-  op.has_scalar = scalar != nullptr;
-  if (scalar) op.scalar = *scalar;
-  op.scale_dst = scale_dst;
-  op.scale_src = scale_src;
+  op.scale_dst = dst_scale != nullptr;
+  if (dst_scale) op.scalar = *dst_scale;
+  op.scale_src = src_scale != nullptr;
+  if (src_scale) op.src_scalar = *src_scale;
   op.signal = done;
   return enqueue(queue, op);
 }
@@ -234,7 +234,6 @@ Result CpuBackend::scale(int queue, DataType type, void* dev_dst, const void* de
   op.bytes_or_count = n;
   op.type = type;
   op.scalar = scalar;
-  op.has_scalar = true;
   op.signal = done;
   return enqueue(queue, op);
 }

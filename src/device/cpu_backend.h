@@ -30,7 +30,7 @@ class CpuBackend final : public Backend {
   Result wait(int queue, Signal until) override;
   Result raise(int queue, Signal signal) override;
   Result reduce(int queue, DataType type, RedOp op, void* dev_dst, const void* dev_src_staged,
-                size_t n, const reduce::OpScalar* scalar, bool scale_dst, bool scale_src,
+                size_t n, const reduce::OpScalar* dst_scale, const reduce::OpScalar* src_scale,
                 Signal done) override;
   Result scale(int queue, DataType type, void* dev_dst, const void* dev_src, size_t n,
                const reduce::OpScalar& scalar, Signal done) override;
@@ -57,10 +57,10 @@ class CpuBackend final : public Backend {
     size_t bytes_or_count = 0;
     DataType type = DataType::Float32;
     RedOp op = RedOp::Sum;
-    bool has_scalar = false;
     reduce::OpScalar scalar;
-    bool scale_dst = false;
+    bool scale_dst = false;  // Reduce: scalar (dst) / src_scalar (src) apply
     bool scale_src = false;
+    reduce::OpScalar src_scalar;
     uint64_t divisor = 1;
     Signal signal;  // done (raised after) or until (waited on)
   };

@@ -484,9 +484,14 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   mine.in_place.store(in_place ? 1 : 0);
   mine.range_begin.store(range.begin);
   mine.range_count.store(range.count);
+  uint64_t scalar_bits = 0;
+  if (run_scalar != nullptr) std::memcpy(&scalar_bits, run_scalar->bytes, sizeof scalar_bits);
+  mine.scalar.store(scalar_bits);
   mine.seq.store(seq, std::memory_order_release);
   BRAID_TRY(barrier(c, ctx));
   std::vector<bool> in_place_flags(nranks_);
+  std::vector<reduce::OpScalar> scalars;
+  if (run_scalar != nullptr) scalars.assign(static_cast<size_t>(nranks_), *run_scalar);
   for (int q = 0; q < nranks_; ++q) {
     const CallRecord& theirs = records[q].calls[seq % 2];
     if (!same_call(theirs, records[0].calls[seq % 2])) {
@@ -495,6 +500,10 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
                   call_text(records[0].calls[seq % 2]).c_str(), q, call_text(theirs).c_str());
     }
     in_place_flags[q] = theirs.in_place.load() != 0;
+    if (run_scalar != nullptr) {
+      const uint64_t bits = theirs.scalar.load();
+      scalars[q] = reduce::OpScalar::from_bytes(type, &bits);
+    }
   }
 
   const size_t out_blocks = static_cast<size_t>(dsl::output_blocks(c, nranks_));
@@ -531,7 +540,7 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
     args.out = recv;
     args.type = type;
     args.op = run_op;
-    args.scalar = run_scalar;
+    args.scalars = scalars.empty() ? nullptr : scalars.data();
     args.divide_by = divide_by;
     args.piece = {count, begin, std::min<uint64_t>(piece_elements, range_end - begin)};
     args.seq = ++runs_;

@@ -22,6 +22,9 @@ struct CallRecord {
   std::atomic<uint64_t> in_place;  // this rank's buffers alias (NCCL's in-place rule)
   std::atomic<uint64_t> range_begin;  // the elements of every block this call moves
   std::atomic<uint64_t> range_count;
+  // PreMulSum's scalar bytes: not compared (NCCL lets each rank bring its own scalar), read by
+  // every rank, since a rank's host reductions combine other ranks' raw inputs.
+  std::atomic<uint64_t> scalar;
 };
 
 // Small host values every rank publishes and reads (Communicator::exchange), by call parity.

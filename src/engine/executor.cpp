@@ -84,10 +84,8 @@ void run_host_slice(const RunState* st, int32_t pos, uint32_t s) {
   unsigned char* dst = st->address(in.dst, begin);
   const unsigned char* src = st->address(in.src, begin);
   if (si.accumulate) {
-    const bool pre = st->args.op == RedOp::PreMulSum;
     Result r = reduce::accumulate(st->args.type, st->args.op, dst, src, end - begin,
-                                  pre ? st->args.scalar : nullptr, pre && si.scale_dst,
-                                  pre && si.scale_src);
+                                  st->args.scale_of(si.dst_raw_rank), st->args.scale_of(si.src_raw_rank));
     if (r != Result::Success) {
       uint64_t expected = 0;
       st->abort_word->compare_exchange_strong(
@@ -236,11 +234,10 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
               BRAID_TRY(dev.h2d(device::kQueueH2D, slot, st.address(in.src, begin), bytes,
                                 {config_.staged, g + 1}));
               BRAID_TRY(dev.wait(device::kQueueCompute, {config_.staged, g + 1}));
-              const bool pre = args.op == RedOp::PreMulSum;
               BRAID_TRY(dev.reduce(device::kQueueCompute, args.type, args.op,
                                    st.address(in.dst, begin), slot, end - begin,
-                                   pre ? args.scalar : nullptr, pre && si.scale_dst,
-                                   pre && si.scale_src, signal(pos, s)));
+                                   args.scale_of(si.dst_raw_rank), args.scale_of(si.src_raw_rank),
+                                   signal(pos, s)));
               return dev.raise(device::kQueueCompute, {config_.consumed, g + 1});
             }
         }
@@ -294,15 +291,15 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     }
   }
   if (result == Result::Success) {
-    const bool scale_raw = args.op == RedOp::PreMulSum && args.scalar != nullptr;
     bool any = false;
     for (const auto& f : schedule.final_outputs[rank]) {
-      if (!(scale_raw && f.raw) && args.divide_by == 0) continue;
+      const reduce::OpScalar* raw_scale = args.scale_of(f.raw_rank);
+      if (raw_scale == nullptr && args.divide_by == 0) continue;
       const Location out{Buffer::Output, 0, f.chunk};
       void* p = st.address(out, 0);
       const uint64_t n = st.part_elements[f.chunk % schedule.chunks];
-      if (scale_raw && f.raw)
-        result = dev.scale(device::kQueueCompute, args.type, p, p, n, *args.scalar, {});
+      if (raw_scale != nullptr)
+        result = dev.scale(device::kQueueCompute, args.type, p, p, n, *raw_scale, {});
       if (result == Result::Success && args.divide_by != 0)
         result = dev.divide(device::kQueueCompute, args.type, p, n, args.divide_by, {});
       if (result != Result::Success) break;

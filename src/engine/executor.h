@@ -32,10 +32,15 @@ struct RunArgs {
   void* out = nullptr;
   DataType type = DataType::Float32;
   RedOp op = RedOp::Sum;  // never Avg: the communicator resolves it
-  const reduce::OpScalar* scalar = nullptr;  // PreMulSum
+  const reduce::OpScalar* scalars = nullptr;  // PreMulSum: every rank's scalar, by rank
   uint64_t divide_by = 0;                    // integer Avg: divide final outputs (0: no)
   Piece piece;
   uint64_t seq = 0;  // monotonic per run: counters of this run hold seq<<32 + slices done
+
+  // The scalar a raw input of `raw_rank` is multiplied by (null: none, or not PreMulSum).
+  const reduce::OpScalar* scale_of(int raw_rank) const {
+    return op == RedOp::PreMulSum && scalars != nullptr && raw_rank >= 0 ? &scalars[raw_rank] : nullptr;
+  }
 };
 
 struct ExecutorConfig {

@@ -223,14 +223,14 @@ Result build_schedule(const dsl::Program& p, const std::vector<bool>& in_place, 
     const uint64_t dst_cell = key(id, in.dst);
     // The source's content: its part and whether it is still raw.
     const int32_t src_writer = content_writer(id, in.src);
-    bool src_raw = false;
+    int src_raw = -1;
     if (src_writer >= 0) {
       const auto& w = s.order[position[src_writer]];
       si.part = w.part;
-      src_raw = w.result_raw;
+      src_raw = w.raw_rank;
     } else if (in.src.is_device()) {
       si.part = in.src.index % p.chunks;
-      src_raw = true;
+      src_raw = si.rank;  // device locations are the instruction's own rank's buffers
     } else {
       return fail(Result::InvalidArgument,
                   "rank %d instruction %d reads host slot %d on NUMA %d before anything wrote it",
@@ -256,20 +256,19 @@ Result build_schedule(const dsl::Program& p, const std::vector<bool>& in_place, 
         return gr.start == group_start[id];
       });
       auto me = std::find(g.members.begin(), g.members.end(), id);
-      bool dst_raw = false;
+      int dst_raw = -1;
       if (me != g.members.begin()) {
         si.deps.push_back({position[*(me - 1)], true});  // HyLink slot order
-        dst_raw = false;
       } else if (g.start > 0) {
-        dst_raw = s.order[position[cw.writer_of[g.start - 1]]].result_raw;
+        dst_raw = s.order[position[cw.writer_of[g.start - 1]]].raw_rank;
       } else if (in.dst.is_device()) {
-        dst_raw = true;  // accumulating into an input that was never written
+        dst_raw = si.rank;  // accumulating into an input that was never written
       }
-      si.scale_dst = dst_raw;
-      si.scale_src = src_raw;
-      si.result_raw = false;
+      si.dst_raw_rank = dst_raw;
+      si.src_raw_rank = src_raw;
+      si.raw_rank = -1;
     } else {
-      si.result_raw = src_raw;
+      si.raw_rank = src_raw;
     }
     // Keep one entry per writer (the strictest gate wins: completion over per slice).
     std::sort(si.deps.begin(), si.deps.end(), [](const ResolvedDep& a, const ResolvedDep& b) {
@@ -295,9 +294,9 @@ Result build_schedule(const dsl::Program& p, const std::vector<bool>& in_place, 
         auto it = cells.find(c);
         if (it != cells.end() && !it->second.writer_of.empty()) {
           f.writer = position[it->second.writer_of.back()];
-          f.raw = s.order[f.writer].result_raw;
+          f.raw_rank = s.order[f.writer].raw_rank;
         } else if (in_place[r]) {
-          f.raw = true;
+          f.raw_rank = r;
         } else {
           continue;  // never written: the validator would have refused this program
         }

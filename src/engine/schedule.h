@@ -1,7 +1,8 @@
 // What the engine derives from a validated program before running it, the same on every rank:
 // one deterministic global topological order of all ranks' instructions, the writer of every
 // version of every storage cell, each dependency resolved to the instruction it waits for, and
-// per write whether its content is still a raw (unscaled) user input (for PreMulSum).
+// per write whether its content is still a raw (unscaled) user input and whose (for PreMulSum,
+// whose scalar differs per rank).
 //
 // Every instruction writes exactly one cell, so an instruction's position in the global order is
 // also the id of its write and of its progress counter.
@@ -27,9 +28,9 @@ struct ScheduledInstruction {
   dsl::Instruction instruction;
   bool accumulate = false;  // REDUCE: dst = dst (op) src
   int part = 0;             // the chunk part of the data written (its size)
-  bool result_raw = false;  // the written content is an unscaled user input
-  bool scale_dst = false;   // PreMulSum flags for an accumulate
-  bool scale_src = false;
+  int raw_rank = -1;        // the written content is rank raw_rank's unscaled input (-1: not raw)
+  int dst_raw_rank = -1;    // an accumulate's operands that are raw inputs, and whose: PreMulSum
+  int src_raw_rank = -1;    // scales each by that rank's scalar (-1: already scaled)
   std::vector<ResolvedDep> deps;  // including the slot-order predecessor of an accumulate
 };
 
@@ -38,7 +39,7 @@ struct ScheduledInstruction {
 struct FinalOutput {
   int chunk = 0;
   int32_t writer = -1;
-  bool raw = false;
+  int raw_rank = -1;  // the content is still this rank's unscaled input (-1: not raw)
 };
 
 struct Schedule {

@@ -1,6 +1,8 @@
 // The public entry points: check arguments, pick the kernel, run SIMD or portable code.
 #include "reduce/reduce.h"
 
+#include <cstring>
+
 #include "reduce/kernel.h"
 #include "reduce/simd.h"
 
@@ -45,12 +47,12 @@ KernelArgs make_args(Kernel k, void* dst, const void* src, size_t n, const OpSca
 
 }  // namespace
 
-Result accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n, const OpScalar* s,
-                  bool scale_dst, bool scale_src) {
+Result accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
+                  const OpScalar* dst_scale, const OpScalar* src_scale) {
   BRAID_TRY(check_type(type));
   BRAID_TRY(check_buffers(dst, src, n));
-  if (op != RedOp::PreMulSum && (scale_dst || scale_src))
-    return fail(Result::InvalidArgument, "reduce: scale flags are only for PreMulSum, not %s",
+  if (op != RedOp::PreMulSum && (dst_scale != nullptr || src_scale != nullptr))
+    return fail(Result::InvalidArgument, "reduce: scales are only for PreMulSum, not %s",
                 std::string(redop_name(op)).c_str());
   Kernel k;
   switch (op) {
@@ -59,9 +61,17 @@ Result accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
     case RedOp::Min: k = Kernel::Min; break;
     case RedOp::Max: k = Kernel::Max; break;
     case RedOp::PreMulSum:
-      BRAID_TRY(check_scalar(type, s));
-      k = scale_dst ? (scale_src ? Kernel::PreMulBoth : Kernel::PreMulDst)
-                    : (scale_src ? Kernel::PreMulSrc : Kernel::Sum);
+      if (dst_scale != nullptr) BRAID_TRY(check_scalar(type, dst_scale));
+      if (src_scale != nullptr) BRAID_TRY(check_scalar(type, src_scale));
+      if (dst_scale != nullptr && src_scale != nullptr &&
+          std::memcmp(dst_scale->bytes, src_scale->bytes, sizeof dst_scale->bytes) != 0) {
+        // Two ranks' raw inputs meet: each gets its own rank's scalar.
+        run(type, make_args(Kernel::Scale, dst, dst, n, dst_scale));
+        run(type, make_args(Kernel::PreMulSrc, dst, src, n, src_scale));
+        return Result::Success;
+      }
+      k = dst_scale ? (src_scale ? Kernel::PreMulBoth : Kernel::PreMulDst)
+                    : (src_scale ? Kernel::PreMulSrc : Kernel::Sum);
       break;
     case RedOp::Avg:
       return fail(Result::InvalidArgument,
@@ -69,7 +79,7 @@ Result accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
     default:
       return fail(Result::InvalidArgument, "reduce: invalid op %d", static_cast<int>(op));
   }
-  run(type, make_args(k, dst, src, n, op == RedOp::PreMulSum ? s : nullptr));
+  run(type, make_args(k, dst, src, n, dst_scale != nullptr ? dst_scale : src_scale));
   return Result::Success;
 }
 

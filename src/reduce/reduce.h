@@ -11,9 +11,11 @@
 // - Min/Max propagate NaN (if either operand is NaN the result is NaN, like IEEE 754-2019
 //   minimum/maximum and unlike fminf/fmaxf) and order zeros: min(-0, +0) = -0, max = +0.
 //   So the result never depends on operand order or on the SIMD target.
-// - PreMulSum: dst = A(dst) + B(src) where A/B multiply by the scalar when scale_dst/scale_src
-//   (operands that are still raw user inputs get pre-multiplied), each product rounded in the
-//   combine precision (no fused multiply-add).
+// - PreMulSum: dst = A(dst) + B(src) where A multiplies by *dst_scale and B by *src_scale when
+//   given (an operand that is still a raw user input is pre-multiplied by the scalar of the rank
+//   whose input it is: NCCL's scalars differ per rank), each product rounded in the combine
+//   precision (no fused multiply-add). When both operands are scaled by different scalars, dst
+//   is scaled first and stored, then the sum is formed (one more rounding for narrow types).
 // Pointers need no alignment; any n works (0 included); dst and src must not partially overlap
 // (dst == src is fine).
 #pragma once
@@ -46,12 +48,12 @@ struct OpScalar {
   uint64_t as_bits() const;
 };
 
-// dst[i] = A(dst[i]) op B(src[i]) for i < n (see the file comment). `s` is required for
-// PreMulSum and must have the same type; scale_dst/scale_src must be false for other ops.
+// dst[i] = A(dst[i]) op B(src[i]) for i < n (see the file comment). The scales are PreMulSum's
+// (null: that operand is already scaled) and must have the data's type; other ops take none.
 // Avg is rejected: the engine turns float Avg into PreMulSum(1/n) and integer Avg into
 // Sum + divide(). Returns InvalidArgument (and does nothing) on a bad combination.
 Result accumulate(DataType type, RedOp op, void* dst, const void* src, size_t n,
-                  const OpScalar* s = nullptr, bool scale_dst = false, bool scale_src = false);
+                  const OpScalar* dst_scale = nullptr, const OpScalar* src_scale = nullptr);
 
 // dst[i] = s * src[i]; dst may equal src. `s` must have the same type.
 Result scale(DataType type, void* dst, const void* src, size_t n, const OpScalar& s);

@@ -75,14 +75,12 @@ class BasicRankRunner {
           cudaMalloc(&send_, capacity_) == cudaSuccess && cudaMalloc(&recv_, capacity_) == cudaSuccess;
   }
   ~BasicRankRunner() {
-    for (auto& [type, op] : premul_) api_.premulsum_destroy(op, comm_);
+    cudaFree(scalar_dev_);
     cudaFree(send_);
     cudaFree(recv_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   bool ok() const { return ok_; }
-  // The communicator is being aborted (and freed): do not touch it on destruction.
-  void forget_comm() { premul_.clear(); }
   cudaStream_t stream() const { return stream_; }
 
   // Empty on success, else what went wrong. *hash: the output bytes' hash (0 without output).
@@ -110,7 +108,8 @@ class BasicRankRunner {
       // the device copy itself may still be in flight when braid is called.
     }
     ncclRedOp_t op = static_cast<ncclRedOp_t>(k.op);
-    if (k.op == RedOp::PreMulSum && collective_reduces(k.collective)) {
+    const bool made_op = k.op == RedOp::PreMulSum && collective_reduces(k.collective);
+    if (made_op) {
       std::string error = premul_op(k.type, &op);
       if (!error.empty()) return error;
     }
@@ -126,6 +125,9 @@ class BasicRankRunner {
     }
     if (r != ncclSuccess)
       return k.text() + ": " + api_.error_string(r) + ": " + api_.last_error(comm_);
+    // NCCL allows destroying an operator once the last call using it has returned.
+    if (made_op && api_.premulsum_destroy(op, comm_) != ncclSuccess)
+      return k.text() + ": RedOpDestroy: " + api_.last_error(comm_);
     if (!k.has_output(rank_) || out_elems == 0) return cudaStreamSynchronize(stream_) == cudaSuccess ? "" : "sync failed";
     std::vector<unsigned char> got(out_elems * es);
     // Ordered after the collective by the stream alone.
@@ -136,23 +138,31 @@ class BasicRankRunner {
   }
 
  private:
+  // This rank's PreMulSum operator for one call, made as nccl-tests makes it (and destroyed right
+  // after the call, so op values get reused): the scalar differs by rank, and it is host-immediate
+  // for even type ids and device-resident for odd ones.
   std::string premul_op(DataType type, ncclRedOp_t* op) {
-    auto it = premul_.find(static_cast<int>(type));
-    if (it == premul_.end()) {
-      unsigned char scalar[8] = {};
-      if (datatype_is_float(type)) {
-        test::store_float(type, test::premul_scalar(type), scalar);
-      } else {
-        const uint64_t v = static_cast<uint64_t>(test::premul_scalar(type));
-        std::memcpy(scalar, &v, datatype_size(type));
-      }
-      ncclRedOp_t made;
-      const ncclResult_t r = api_.premulsum_create(&made, scalar, static_cast<ncclDataType_t>(type),
-                                                   ncclScalarHostImmediate, comm_);
-      if (r != ncclSuccess) return std::string("RedOpCreatePreMulSum: ") + api_.last_error(comm_);
-      it = premul_.emplace(static_cast<int>(type), made).first;
+    unsigned char scalar[8] = {};
+    if (datatype_is_float(type)) {
+      test::store_float(type, test::premul_scalar(type, rank_), scalar);
+    } else {
+      const uint64_t v = static_cast<uint64_t>(test::premul_scalar(type, rank_));
+      std::memcpy(scalar, &v, datatype_size(type));
     }
-    *op = it->second;
+    void* where = scalar;
+    ncclScalarResidence_t residence = ncclScalarHostImmediate;
+    if (static_cast<int>(type) % 2 == 1) {
+      if (scalar_dev_ == nullptr && cudaMalloc(&scalar_dev_, sizeof scalar) != cudaSuccess)
+        return "cudaMalloc (device scalar) failed";
+      // Ordered before the call on the user stream, as an application would write it.
+      if (cudaMemcpyAsync(scalar_dev_, scalar, sizeof scalar, cudaMemcpyHostToDevice, stream_) != cudaSuccess ||
+          cudaStreamSynchronize(stream_) != cudaSuccess)
+        return "writing the device scalar failed";
+      where = scalar_dev_;
+      residence = ncclScalarDevice;
+    }
+    const ncclResult_t r = api_.premulsum_create(op, where, static_cast<ncclDataType_t>(type), residence, comm_);
+    if (r != ncclSuccess) return std::string("RedOpCreatePreMulSum: ") + api_.last_error(comm_);
     return "";
   }
 
@@ -188,7 +198,7 @@ class BasicRankRunner {
   void* send_ = nullptr;
   void* recv_ = nullptr;
   std::vector<unsigned char> host_;
-  std::map<int, ncclRedOp_t> premul_;
+  void* scalar_dev_ = nullptr;  // the device-resident PreMulSum scalar
 };
 
 using RankRunner = BasicRankRunner<braidComm_t>;

@@ -57,8 +57,6 @@ inline RankOutcome run_rank(const braidUniqueId& id, int rank, int ranks, const 
   RankRunner runner(comm, rank, ranks, largest_count(cases), braid_collectives());
   if (!runner.ok()) out.error = "rank setup (stream, buffers) failed";
   for (size_t i = 0; i < cases.size() && out.error.empty(); ++i) out.error = runner.run(cases[i], &out.hashes[i]);
-  // The runner's PreMulSum ops belong to the communicator, which frees them.
-  runner.forget_comm();
   if (!out.error.empty()) {
     braidCommAbort(comm);
   } else if (braidCommDestroy(comm) != ncclSuccess) {

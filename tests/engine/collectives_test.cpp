@@ -1,6 +1,6 @@
-// Every collective, 1..8 ranks, every dtype x op, counts 0/1/7 and 1,000,003, unaligned buffers
-// (byte offsets 1..7),
-// in place and out of place, with ranks as threads and as forked processes; each result checked
+// Every collective, 1..8 ranks, every dtype x op (PreMulSum with a different scalar on every
+// rank), counts 0/1/7 and 1,000,003, unaligned buffers (byte offsets 1..7), ranges of every block
+// as a split call's PCIe share moves them, in place and out of place, with ranks as threads and as forked processes; each result checked
 // against the shared reference (tests/support) and, where all ranks hold the same result, for
 // bitwise identity.
 #include <gtest/gtest.h>
@@ -90,6 +90,40 @@ TEST_P(SmallSweep, EveryCollectiveDtypeOp) {
 INSTANTIATE_TEST_SUITE_P(Engine, SmallSweep,
                          ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
                                             ::testing::Range(1, 9)),
+                         param_name);
+
+// The PCIe share of a split call: every collective braid splits x dtype x op over a range of
+// every block starting at an odd element, in and out of place, unaligned, 2 to 8 ranks.
+std::vector<Case> ranged_cases(int ranks) {
+  std::vector<Case> cases;
+  size_t variant = 0;
+  for (Collective c : all_collectives()) {
+    if (c == Collective::AllToAll) continue;  // not split (NCCL alone)
+    for (DataType t : all_datatypes()) {
+      std::vector<RedOp> ops{RedOp::Sum};
+      if (collective_reduces(c)) ops.assign(all_redops().begin(), all_redops().end());
+      for (RedOp op : ops) {
+        ++variant;
+        Case k{c, t, op, 37 + variant % 5, variant % 2 == 1, static_cast<int>(variant % ranks), variant % 7};
+        k.range_begin = 1 + variant % 9;
+        k.range_count = k.count - k.range_begin - variant % 3;
+        cases.push_back(k);
+      }
+    }
+  }
+  return cases;
+}
+
+class RangedSweep : public ::testing::TestWithParam<std::tuple<Mode, int>> {};
+
+TEST_P(RangedSweep, EverySplitCollectiveDtypeOpOverARange) {
+  const auto [mode, ranks] = GetParam();
+  run_cases(mode, ranks, ranged_cases(ranks));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, RangedSweep,
+                         ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
+                                            ::testing::Range(2, 9)),
                          param_name);
 
 // 1,000,003 elements: every rank count and every collective, rotating types and in-place.

@@ -313,9 +313,9 @@ Result run_variant(DataType type, Variant v, void* dst, const void* src, size_t 
     case Variant::Prod: return accumulate(type, RedOp::Prod, dst, src, n);
     case Variant::Min: return accumulate(type, RedOp::Min, dst, src, n);
     case Variant::Max: return accumulate(type, RedOp::Max, dst, src, n);
-    case Variant::PreMulBoth: return accumulate(type, RedOp::PreMulSum, dst, src, n, &s, true, true);
-    case Variant::PreMulDst: return accumulate(type, RedOp::PreMulSum, dst, src, n, &s, true, false);
-    case Variant::PreMulSrc: return accumulate(type, RedOp::PreMulSum, dst, src, n, &s, false, true);
+    case Variant::PreMulBoth: return accumulate(type, RedOp::PreMulSum, dst, src, n, &s, &s);
+    case Variant::PreMulDst: return accumulate(type, RedOp::PreMulSum, dst, src, n, &s, nullptr);
+    case Variant::PreMulSrc: return accumulate(type, RedOp::PreMulSum, dst, src, n, nullptr, &s);
     case Variant::Scale: return scale(type, dst, src, n, s);
   }
   return Result::InternalError;
@@ -441,7 +441,7 @@ TEST(Reduce, RoundsOncePerCall) {
       ++found;
       uint16_t dst[1] = {uint16_t(a)};
       const uint16_t src[1] = {uint16_t(b)};
-      ASSERT_EQ(accumulate(DataType::Bfloat16, RedOp::PreMulSum, dst, src, 1, &s, true, true),
+      ASSERT_EQ(accumulate(DataType::Bfloat16, RedOp::PreMulSum, dst, src, 1, &s, &s),
                 Result::Success);
       EXPECT_EQ(dst[0], once);
     }
@@ -528,15 +528,43 @@ TEST(Reduce, OpScalarEncodesInTheElementType) {
   EXPECT_EQ(OpScalar::from_bytes(DataType::Float16, &raw).as_double(), ref_decode(kFp16, raw));
 }
 
+// Two ranks' raw inputs meeting in one accumulate: each is multiplied by its own rank's scalar
+// (NCCL's PreMulSum scalars differ per rank), for every type, against values computed here.
+TEST(Reduce, PreMulSumScalesEachOperandByItsOwnScalar) {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const auto type = static_cast<DataType>(t);
+    const size_t size = datatype_size(type);
+    const size_t n = 37;  // a SIMD body and a tail
+    std::vector<unsigned char> dst(n * size), src(n * size);
+    const bool is_float = datatype_is_float(type);
+    // Small values: every product and sum is exact in every float type.
+    for (size_t i = 0; i < n; ++i) {
+      const double a = static_cast<double>(static_cast<int>(i % 3) - 1), b = static_cast<double>(static_cast<int>(i % 2));
+      const OpScalar ea = OpScalar::of(type, a), eb = OpScalar::of(type, b);
+      std::memcpy(dst.data() + i * size, ea.bytes, size);
+      std::memcpy(src.data() + i * size, eb.bytes, size);
+    }
+    const OpScalar s_dst = OpScalar::of(type, is_float ? 2.0 : 3.0);
+    const OpScalar s_src = OpScalar::of(type, is_float ? -1.0 : 5.0);
+    ASSERT_EQ(accumulate(type, RedOp::PreMulSum, dst.data(), src.data(), n, &s_dst, &s_src), Result::Success)
+        << datatype_name(type);
+    for (size_t i = 0; i < n; ++i) {
+      const double a = static_cast<double>(static_cast<int>(i % 3) - 1), b = static_cast<double>(static_cast<int>(i % 2));
+      const OpScalar want = is_float ? OpScalar::of(type, 2.0 * a - b) : OpScalar::of(type, 3.0 * a + 5.0 * b);
+      EXPECT_EQ(std::memcmp(dst.data() + i * size, want.bytes, size), 0) << datatype_name(type) << " element " << i;
+    }
+  }
+}
+
 TEST(Reduce, RejectsBadArguments) {
   float a[2] = {1, 2}, b[2] = {3, 4};
   const OpScalar s = OpScalar::of(DataType::Float32, 2.0);
   const OpScalar wrong = OpScalar::of(DataType::Float16, 2.0);
   EXPECT_EQ(accumulate(DataType::Float32, RedOp::Avg, a, b, 2), Result::InvalidArgument);
-  EXPECT_EQ(accumulate(DataType::Float32, RedOp::Sum, a, b, 2, &s, true, false), Result::InvalidArgument);
-  EXPECT_EQ(accumulate(DataType::Float32, RedOp::PreMulSum, a, b, 2), Result::InvalidArgument);
-  EXPECT_EQ(accumulate(DataType::Float32, RedOp::PreMulSum, a, b, 2, &wrong, true, true),
+  EXPECT_EQ(accumulate(DataType::Float32, RedOp::Sum, a, b, 2, &s, nullptr), Result::InvalidArgument);
+  EXPECT_EQ(accumulate(DataType::Float32, RedOp::PreMulSum, a, b, 2, &wrong, &wrong),
             Result::InvalidArgument);
+  EXPECT_EQ(accumulate(DataType::Float32, RedOp::PreMulSum, a, b, 2, &s, &wrong), Result::InvalidArgument);
   EXPECT_EQ(accumulate(static_cast<DataType>(99), RedOp::Sum, a, b, 2), Result::InvalidArgument);
   EXPECT_EQ(accumulate(DataType::Float32, RedOp::Sum, nullptr, b, 2), Result::InvalidArgument);
   EXPECT_EQ(accumulate(DataType::Float32, RedOp::Sum, nullptr, nullptr, 0), Result::Success);

@@ -29,14 +29,25 @@ struct Case {
   bool in_place = false;
   int root = 0;       // of Broadcast and Reduce
   size_t offset = 0;  // bytes the buffers are shifted from the allocation's alignment
+  // The engine's tests: only elements [range_begin, range_begin + range_count) of every block move,
+  // as in the PCIe share of a split call (range_count 0: the whole block).
+  size_t range_begin = 0;
+  size_t range_count = 0;
+  bool ranged() const { return range_count != 0; }
+  bool in_range(size_t element_of_block) const {
+    return !ranged() || (element_of_block >= range_begin && element_of_block - range_begin < range_count);
+  }
 
   std::string text() const {
     char s[200];
     const int n = std::snprintf(s, sizeof s, "%s %s %s count=%zu %s root=%d", std::string(collective_name(collective)).c_str(),
                                 std::string(datatype_name(type)).c_str(), std::string(redop_name(op)).c_str(), count,
                                 in_place ? "in-place" : "out-of-place", root);
-    if (offset != 0 && n > 0 && static_cast<size_t>(n) < sizeof s)
-      std::snprintf(s + n, sizeof s - static_cast<size_t>(n), " offset=%zu", offset);
+    int m = n;
+    if (offset != 0 && m > 0 && static_cast<size_t>(m) < sizeof s)
+      m += std::snprintf(s + m, sizeof s - static_cast<size_t>(m), " offset=%zu", offset);
+    if (ranged() && m > 0 && static_cast<size_t>(m) < sizeof s)
+      std::snprintf(s + m, sizeof s - static_cast<size_t>(m), " elements %zu+%zu", range_begin, range_count);
     return s;
   }
 

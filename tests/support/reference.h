@@ -1,7 +1,7 @@
 // The collective tests' own reference, independent of braid's code: element encodings written
 // here, deterministic inputs per (rank, element) and the expected value of every reduction.
-// Float inputs are small integers, so sums, products and PreMulSum by 2 stay exact in every
-// type for up to 8 ranks; float Avg gets a tolerance where it may round (see AvgCheck).
+// Float inputs are small integers, so sums, products and PreMulSum by each rank's scalar stay
+// exact in every type for up to 8 ranks; float Avg gets a tolerance where it may round (see AvgCheck).
 // Integers use all their bits and wrap as two's complement.
 #pragma once
 
@@ -96,8 +96,15 @@ inline int64_t sign_extend(DataType t, uint64_t bits) {
   return static_cast<int64_t>(bits);
 }
 
-// The PreMulSum scalar of the tests (exact in every type).
-inline double premul_scalar(DataType t) { return datatype_is_float(t) ? 2.0 : 3.0; }
+// Rank `rank`'s PreMulSum scalar. NCCL lets every rank bring its own scalar (nccl-tests does), so
+// the scalars differ by rank, in sign and, where exact, in magnitude. fp8 keeps +-2 so every
+// partial sum of 8 ranks' products is an even integer up to 32, exact in e4m3 and e5m2.
+inline double premul_scalar(DataType t, int rank) {
+  if (!datatype_is_float(t)) return static_cast<double>(3 + 2 * rank);
+  if (t == DataType::Float8e4m3 || t == DataType::Float8e5m2) return rank % 2 == 0 ? 2.0 : -2.0;
+  static const double scalars[] = {2, -1, 3, -2, 1, -3, 0.5, 4};
+  return scalars[rank % 8];
+}
 
 // Float input value of element `index` of `rank` (small integers; {-2,-1,1,2} for Prod).
 inline double float_input(DataType t, RedOp op, int rank, uint64_t index) {
@@ -143,7 +150,8 @@ inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index,
   if (datatype_is_float(t)) {
     double acc = 0, magnitude = 0;
     for (int r = 0; r < ranks; ++r) {
-      const double x = float_input(t, op, r, index);
+      double x = float_input(t, op, r, index);
+      if (op == RedOp::PreMulSum) x *= premul_scalar(t, r);
       magnitude += std::fabs(x);
       if (r == 0) { acc = x; continue; }
       switch (op) {
@@ -153,7 +161,6 @@ inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index,
         default: acc += x; break;
       }
     }
-    if (op == RedOp::PreMulSum) acc *= premul_scalar(t);
     if (op == RedOp::Avg) {
       acc /= ranks;
       const int man = t == DataType::Float32 ? 23 : t == DataType::Float64 ? 52 : format_of(t).man_bits;
@@ -168,7 +175,7 @@ inline Expected reduce_expected(DataType t, RedOp op, int ranks, uint64_t index,
   uint64_t acc = 0;
   for (int r = 0; r < ranks; ++r) {
     uint64_t x = int_input(r, index) & mask;
-    if (op == RedOp::PreMulSum) x *= static_cast<uint64_t>(premul_scalar(t));
+    if (op == RedOp::PreMulSum) x *= static_cast<uint64_t>(premul_scalar(t, r));
     if (r == 0) { acc = x; continue; }
     switch (op) {
       case RedOp::Prod: acc *= x; break;
