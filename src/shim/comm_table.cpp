@@ -12,6 +12,15 @@ bool CommTable::erase(ncclComm* comm) {
   return states_.erase(comm) > 0;
 }
 
+std::optional<CommState> CommTable::take(ncclComm* comm) {
+  std::lock_guard lock(mutex_);
+  auto it = states_.find(comm);
+  if (it == states_.end()) return std::nullopt;
+  CommState state = std::move(it->second);
+  states_.erase(it);
+  return state;
+}
+
 std::optional<CommState> CommTable::find(ncclComm* comm) const {
   std::lock_guard lock(mutex_);
   auto it = states_.find(comm);

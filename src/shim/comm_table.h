@@ -37,6 +37,8 @@ class CommTable {
   void insert(ncclComm* comm, CommState state);
   // Returns whether an entry was removed.
   bool erase(ncclComm* comm);
+  // Removes the entry and hands it over (nothing when there was none).
+  std::optional<CommState> take(ncclComm* comm);
   std::optional<CommState> find(ncclComm* comm) const;
   // Fills the fields still unknown (-1) from `known`; returns the merged state, or nothing
   // when the communicator is not in the table.

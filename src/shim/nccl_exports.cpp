@@ -103,11 +103,15 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool b
   braid::shim::comm_table().insert(comm, state);
 }
 
-void forget(ncclComm_t comm, bool abort) {
-  if (!braid_enabled() || comm == nullptr) return;
-  if (abort) braid::shim::abort_pcie_path(comm);
-  // Before NCCL frees it: once freed, another thread's init may get the same address.
-  braid::shim::comm_table().erase(comm);
+// braid's part of a communicator the application destroys or aborts, taken out of the table
+// before NCCL frees the handle (once freed, another thread's init may get the same address).
+// Its waits are stopped first when aborting, or when it failed (its peers may be gone).
+std::shared_ptr<braid::shim::PciePath> detach(ncclComm_t comm, bool abort) {
+  if (!braid_enabled() || comm == nullptr) return nullptr;
+  auto state = braid::shim::comm_table().take(comm);
+  if (!state || !state->pcie_path) return nullptr;
+  if (abort || state->pcie_path->failure.load() != ncclSuccess) braid::shim::abort_pcie_path(*state->pcie_path);
+  return std::move(state->pcie_path);
 }
 
 // A group that gets an operation braid does not hold back goes to NCCL alone: the calls held so
@@ -261,14 +265,20 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
 
 BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return BRAID_FORWARD(ncclCommFinalize, comm); }
 
+// braid's state goes after NCCL's: NCCL's abort ends its kernels, which braid's streams may be
+// queued behind; braid's own shutdown is then bounded (BRAID_ABORT_TIMEOUT).
 BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  forget(comm, false);
-  return BRAID_FORWARD(ncclCommDestroy, comm);
+  auto braid_part = detach(comm, false);
+  const ncclResult_t result = BRAID_FORWARD(ncclCommDestroy, comm);
+  braid::shim::release_bounded(std::move(braid_part), "ncclCommDestroy");
+  return result;
 }
 
 BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  forget(comm, true);
-  return BRAID_FORWARD(ncclCommAbort, comm);
+  auto braid_part = detach(comm, true);
+  const ncclResult_t result = BRAID_FORWARD(ncclCommAbort, comm);
+  braid::shim::release_bounded(std::move(braid_part), "ncclCommAbort");
+  return result;
 }
 
 BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
@@ -279,6 +289,17 @@ BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 
 BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
+  // NCCL's own error first; else braid's share's, which NCCL cannot know of.
+  if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+    std::string text;
+    const ncclResult_t failure = braid::shim::pcie_path_failure(comm, &text);
+    if (failure != ncclSuccess) {
+      braid::fail(static_cast<braid::Result>(failure), "%s", text.c_str());
+      t_braid_error_latest = true;
+      *asyncError = failure;
+      return result;
+    }
+  }
   // A non-blocking communicator has finished initialising: learn what was unknown.
   if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
     if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {

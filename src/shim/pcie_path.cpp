@@ -2,7 +2,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
+#include <future>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <optional>
 
 #include "api/nccl_calls.h"
@@ -128,6 +133,13 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   // Asked only of calls that would be split, so small collectives pay no CUDA call here.
   if (!path.orchestrator || !path.orchestrator->wants(call) || captured(stream)) return false;
   *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
+  // A failed argument check changes nothing; any other failure leaves the communicator broken.
+  if (*result != ncclSuccess && *result != ncclInvalidArgument && *result != ncclInvalidUsage &&
+      path.failure.load() == ncclSuccess) {
+    std::lock_guard failure_lock(path.failure_mutex);
+    path.failure_text = last_error();
+    path.failure.store(*result);
+  }
   return true;
 }
 
@@ -161,10 +173,39 @@ void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
   if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->remove_premulsum(op);
 }
 
-void abort_pcie_path(ncclComm_t comm) {
+void abort_pcie_path(PciePath& path) {
+  if (multipath::Orchestrator* o = path.live.load()) o->abort();
+}
+
+void release_bounded(std::shared_ptr<PciePath> path, const char* api) {
+  if (!path) return;
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  try {
+    std::thread([p = std::move(path), done]() mutable {
+      p.reset();
+      done->set_value();
+    }).detach();
+  } catch (const std::system_error& e) {
+    BRAID_WARN(Shim, "%s: no thread to shut braid's state down on (%s); it is left as it is", api, e.what());
+    return;
+  }
+  const auto bound = std::chrono::duration<double>(std::max(0.0, settings().abort_timeout));
+  if (finished.wait_for(bound) != std::future_status::ready)
+    BRAID_WARN(Shim, "%s: braid's state did not shut down within BRAID_ABORT_TIMEOUT=%.1f s; returning, it "
+               "finishes in the background", api, settings().abort_timeout);
+}
+
+ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return;
-  if (multipath::Orchestrator* o = state->pcie_path->live.load()) o->abort();
+  if (!state || !state->pcie_path) return ncclSuccess;
+  PciePath& path = *state->pcie_path;
+  const auto failure = static_cast<ncclResult_t>(path.failure.load());
+  if (failure != ncclSuccess && text != nullptr) {
+    std::lock_guard lock(path.failure_mutex);
+    *text = path.failure_text;
+  }
+  return failure;
 }
 
 }  // namespace braid::shim

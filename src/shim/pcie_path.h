@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "multipath/orchestrator.h"
 
@@ -20,6 +21,11 @@ struct PciePath {
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
+  // The first failure of braid's share on this communicator (ncclCommGetAsyncError reports it).
+  // Its own lock: the watchdog thread asks while a collective may hold `mutex` for long.
+  std::mutex failure_mutex;
+  std::atomic<int> failure{0};
+  std::string failure_text;  // under failure_mutex
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
@@ -36,6 +42,11 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
 // Before NCCL aborts the communicator: stops braid's waits on every rank within a second.
-void abort_pcie_path(ncclComm_t comm);
+void abort_pcie_path(PciePath& path);
+// Destroys braid's part of a communicator, waiting at most BRAID_ABORT_TIMEOUT: its streams may
+// be stuck behind a dead peer's work, so past the bound it finishes on a thread of its own.
+void release_bounded(std::shared_ptr<PciePath> path, const char* api);
+// The failure braid's share met on this communicator, with its text (Success: none).
+ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text);
 
 }  // namespace braid::shim
