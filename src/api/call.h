@@ -24,4 +24,9 @@ struct Call {
 Result run_collective(braidComm* comm, const Call& call, cudaStream_t stream,
                       engine::BlockRange range = engine::BlockRange{});
 
+// The same with the operator already resolved (`scalar` for PreMulSum): the drop-in runs its PCIe
+// share later, on its progress thread, when the application may have destroyed the operator.
+Result run_resolved(braidComm* comm, const Call& call, RedOp op, const reduce::OpScalar* scalar,
+                    cudaStream_t stream, engine::BlockRange range);
+
 }  // namespace braid::api

@@ -80,12 +80,15 @@ Result run_collective(braidComm* comm, const Call& call, cudaStream_t stream, en
   reduce::OpScalar scalar;
   if (collective_reduces(call.collective))
     BRAID_TRY(resolve_op(comm, call.op, call.type, stream, &op, &scalar));
-  const reduce::OpScalar* scalar_arg = op == RedOp::PreMulSum ? &scalar : nullptr;
-  const DataType type = static_cast<DataType>(call.type);
+  return run_resolved(comm, call, op, op == RedOp::PreMulSum ? &scalar : nullptr, stream, range);
+}
 
+Result run_resolved(braidComm* comm, const Call& call, RedOp op, const reduce::OpScalar* scalar,
+                    cudaStream_t stream, engine::BlockRange range) {
+  if (comm == nullptr || !comm->engine) return fail(Result::InvalidUsage, "braid: the communicator was aborted");
   comm->backend->set_user_stream(stream);
-  return comm->engine->collective_range(call.collective, call.send, call.recv, call.count, type, op,
-                                        call.root, scalar_arg, range);
+  return comm->engine->collective_range(call.collective, call.send, call.recv, call.count,
+                                        static_cast<DataType>(call.type), op, call.root, scalar, range);
 }
 
 namespace {

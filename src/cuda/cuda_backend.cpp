@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "cuda/device_reduce.h"
+#include "cuda/driver_calls.h"
 
 namespace braid::cuda {
 
@@ -39,42 +40,6 @@ cudaError_t unregister_shared(void* ptr) {
   if (--it->second > 0) return cudaSuccess;
   g_registry.erase(it);
   return cudaHostUnregister(ptr);
-}
-
-// The four driver calls braid needs, fetched through the runtime (which loads libcuda itself):
-// linking libcuda would make every binary, libbraid.so included, fail to load on a machine
-// without a GPU driver.
-struct DriverCalls {
-  decltype(&cuDeviceGetAttribute) device_get_attribute = nullptr;
-  decltype(&cuGetErrorString) get_error_string = nullptr;
-  decltype(&cuStreamWriteValue64) stream_write_value64 = nullptr;
-  decltype(&cuStreamWaitValue64) stream_wait_value64 = nullptr;
-  bool complete() const {
-    return device_get_attribute && get_error_string && stream_write_value64 && stream_wait_value64;
-  }
-};
-
-template <typename Fn>
-void fetch(const char* symbol, Fn* out) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
-      found == cudaDriverEntryPointSuccess)
-    *out = reinterpret_cast<Fn>(fn);
-  else
-    cudaGetLastError();
-}
-
-const DriverCalls& driver() {
-  static const DriverCalls calls = [] {
-    DriverCalls c;
-    fetch("cuDeviceGetAttribute", &c.device_get_attribute);
-    fetch("cuGetErrorString", &c.get_error_string);
-    fetch("cuStreamWriteValue64", &c.stream_write_value64);
-    fetch("cuStreamWaitValue64", &c.stream_wait_value64);
-    return c;
-  }();
-  return calls;
 }
 
 DeviceScalar to_device_scalar(const reduce::OpScalar* s) {

@@ -1,9 +1,13 @@
 #include "multipath/orchestrator.h"
 
+#include <cuda.h>
+
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "api/call.h"
+#include "cuda/driver_calls.h"
 #include "api/comm.h"
 #include "api/nccl_calls.h"
 #include "balance/shares.h"
@@ -17,9 +21,6 @@ namespace {
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
-// A call's per-path times are read during the next split call (see settle_one): at most one call
-// is pending, so three event sets (pending, current, one spare) suffice.
-constexpr int kTimingSlots = 3;
 
 // Dynamic operators (ncclRedOpCreatePreMulSum) are numbered from ncclNumOps = RedOp::PreMulSum.
 std::string op_text(ncclRedOp_t op) {
@@ -55,13 +56,18 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
   Result r = o->cuda(cudaStreamCreateWithFlags(&o->nccl_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   if (r == Result::Success)
     r = o->cuda(cudaStreamCreateWithFlags(&o->pcie_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  for (int i = 0; i < kTimingSlots && r == Result::Success; ++i) {
-    Timing t;
-    r = o->cuda(cudaEventCreate(&t.fork), "cudaEventCreate");
-    if (r == Result::Success) r = o->cuda(cudaEventCreate(&t.nccl_end), "cudaEventCreate");
-    if (r == Result::Success) r = o->cuda(cudaEventCreate(&t.pcie_end), "cudaEventCreate");
-    o->timings_.push_back(t);
+  void* done = nullptr;
+  if (r == Result::Success)
+    r = o->cuda(cudaHostAlloc(&done, sizeof(std::atomic<uint64_t>), cudaHostAllocMapped | cudaHostAllocPortable),
+                "cudaHostAlloc (the PCIe shares' completion word)");
+  if (r == Result::Success) {
+    o->done_ = new (done) std::atomic<uint64_t>(0);
+    void* device = nullptr;
+    r = o->cuda(cudaHostGetDevicePointer(&device, done, 0), "cudaHostGetDevicePointer");
+    o->done_device_ = reinterpret_cast<unsigned long long>(device);
   }
+  if (r == Result::Success && !cuda::driver().complete())
+    r = fail(Result::UnhandledCudaError, "multipath: the CUDA driver lacks the stream memory operations braid needs");
   cudaSetDevice(previous);
   BRAID_TRY(r);
 
@@ -112,6 +118,7 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->peer_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->table_->balancer_name()).c_str());
+  o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
   return Result::Success;
 }
@@ -121,25 +128,35 @@ void Orchestrator::use_balancer(std::unique_ptr<balance::Balancer> balancer) {
 }
 
 void Orchestrator::abort() {
+  record_failure(fail(Result::RemoteError, "multipath: the communicator was aborted"));
   if (braid_ != nullptr && braid_->engine) braid_->engine->abort();
 }
 
 Orchestrator::~Orchestrator() {
+  // The progress thread runs what is queued (callers' streams wait for it), then ends.
+  if (progress_.joinable()) {
+    {
+      std::lock_guard lock(jobs_mutex_);
+      stop_ = true;
+    }
+    jobs_cv_.notify_all();
+    progress_.join();
+  }
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
     // Unsettled calls are dropped: settling meets the other ranks, which may be gone already.
     if (rank_ == 0 && table_ && !settings().tuning_cache.empty())
       balance::save_tuning_cache(*table_, settings().tuning_cache);
   }
-  for (auto& [nccl_op, braid_op] : braid_ops_) braidRedOpDestroy(braid_op, braid_);
   if (nccl_stream_ != nullptr) cudaStreamSynchronize(nccl_stream_), cudaStreamDestroy(nccl_stream_);
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
   if (scratch_ != nullptr) cudaFree(scratch_);
-  for (const Timing& t : timings_) {
-    if (t.fork) cudaEventDestroy(t.fork);
-    if (t.nccl_end) cudaEventDestroy(t.nccl_end);
-    if (t.pcie_end) cudaEventDestroy(t.pcie_end);
+  for (const CallEvents& e : all_events_) {
+    cudaEventDestroy(e.fork);
+    cudaEventDestroy(e.nccl_end);
+    cudaEventDestroy(e.pcie_end);
   }
+  if (done_ != nullptr) cudaFreeHost(done_);
   if (braid_ != nullptr) braidCommDestroy(braid_);
   if (trace_ != nullptr) std::fclose(trace_);
 }
@@ -166,34 +183,7 @@ bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
 
 void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
 
-void Orchestrator::remove_premulsum(ncclRedOp_t op) {
-  premulsum_.erase(op);
-  if (auto it = braid_ops_.find(op); it != braid_ops_.end()) {
-    braidRedOpDestroy(it->second, braid_);
-    braid_ops_.erase(it);
-  }
-}
-
-Result Orchestrator::braid_op(ncclRedOp_t op, ncclRedOp_t* out) {
-  if (op < ncclNumOps) {
-    *out = op;  // built-in operators have the same values in both APIs
-    return Result::Success;
-  }
-  if (auto it = braid_ops_.find(op); it != braid_ops_.end()) {
-    *out = it->second;
-    return Result::Success;
-  }
-  auto spec = premulsum_.find(op);
-  if (spec == premulsum_.end())
-    return fail(Result::InvalidArgument, "multipath: reduction op %d was not made on this communicator", op);
-  void* scalar = spec->second.residence == ncclScalarDevice ? spec->second.device_pointer
-                                                             : static_cast<void*>(spec->second.host_value);
-  const ncclResult_t made =
-      braidRedOpCreatePreMulSum(out, scalar, spec->second.type, spec->second.residence, braid_);
-  if (made != ncclSuccess) return static_cast<Result>(made);
-  braid_ops_[op] = *out;
-  return Result::Success;
-}
+void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
 
 // NVLink's share: the first `elements` of every block, straight into the caller's buffers.
 // AllReduce, Broadcast and Reduce have one block: NCCL's own call on its head. AllGather and
@@ -325,19 +315,121 @@ Result Orchestrator::nccl_whole(const SplitCall& call, cudaStream_t s) {
   }
 }
 
-// PCIe's share: elements [begin, begin + elements) of every block, through braid's engine.
-Result Orchestrator::pcie_share(const SplitCall& call, size_t begin, size_t elements) {
-  api::Call c{call.collective, call.send, call.recv, call.count, call.type, call.op, call.root};
-  if (collective_reduces(call.collective)) BRAID_TRY(braid_op(call.op, &c.op));
-  const Result r = api::run_collective(braid_, c, pcie_stream_, engine::BlockRange{begin, elements});
-  cudaSetDevice(device_);
+// ---- the calling thread ----
+
+Result Orchestrator::failure(std::string* text) const {
+  const auto r = static_cast<Result>(failed_.load());
+  if (r != Result::Success && text != nullptr) {
+    std::lock_guard lock(settled_mutex_);
+    *text = failed_text_;
+  }
   return r;
 }
 
+void Orchestrator::record_failure(Result r) {
+  if (r == Result::Success) return;
+  {
+    std::lock_guard lock(settled_mutex_);
+    if (failed_.load() != 0) return;
+    failed_text_ = last_error();
+    failed_.store(static_cast<int>(r));
+  }
+  settled_cv_.notify_all();
+}
+
+Result Orchestrator::resolve_op(const SplitCall& call, Job* job) const {
+  if (!collective_reduces(call.collective)) return Result::Success;
+  if (call.op < ncclNumOps) {
+    job->op = static_cast<RedOp>(call.op);  // built-in operators have the same values
+    return Result::Success;
+  }
+  const auto spec = premulsum_.find(call.op);
+  if (spec == premulsum_.end())
+    return fail(Result::InvalidArgument, "multipath: reduction op %d was not made on this communicator", call.op);
+  if (static_cast<int>(spec->second.type) != static_cast<int>(call.type))
+    return fail(Result::InvalidArgument, "multipath: PreMulSum op %d was made for another datatype", call.op);
+  job->op = RedOp::PreMulSum;
+  if (spec->second.residence == ncclScalarDevice)
+    job->device_scalar = spec->second.device_pointer;
+  else
+    job->scalar = reduce::OpScalar::from_bytes(static_cast<DataType>(call.type), spec->second.host_value);
+  return Result::Success;
+}
+
+Result Orchestrator::take_events(CallEvents* out) {
+  {
+    std::lock_guard lock(events_mutex_);
+    if (!free_events_.empty()) {
+      *out = free_events_.back();
+      free_events_.pop_back();
+      return Result::Success;
+    }
+  }
+  // Timing only: no blocking sync, no cross-process use.
+  CallEvents e;
+  Result r = cuda(cudaEventCreate(&e.fork), "cudaEventCreate");
+  if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
+  if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
+  std::lock_guard lock(events_mutex_);
+  all_events_.push_back(e);  // destroyed with the orchestrator, made or not
+  if (r == Result::Success) *out = e;
+  return r;
+}
+
+void Orchestrator::give_back_events(const CallEvents& events) {
+  std::lock_guard lock(events_mutex_);
+  free_events_.push_back(events);
+}
+
+void Orchestrator::enqueue(Job job) {
+  {
+    std::lock_guard lock(jobs_mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  jobs_cv_.notify_one();
+}
+
+Result Orchestrator::apply_settled(uint64_t call) {
+  while (applied_ < call) {
+    Settled s;
+    {
+      std::unique_lock lock(settled_mutex_);
+      settled_cv_.wait(lock, [&] { return settled_.count(applied_ + 1) > 0 || failed_.load() != 0; });
+      auto it = settled_.find(applied_ + 1);
+      if (it == settled_.end())
+        return fail(static_cast<Result>(failed_.load()),
+                    "multipath: braid's PCIe path failed earlier on this communicator: %s", failed_text_.c_str());
+      s = std::move(it->second);
+      settled_.erase(it);
+    }
+    ++applied_;
+    SplitRecord& r = s.record;
+    const DataType type = static_cast<DataType>(r.what.type);
+    BRAID_TRY(table_->update_used(r.what.collective, type, r.bytes, s.used, s.seconds, nranks_));
+    r.next_pcie_share = table_->shares_for(r.what.collective, type, r.bytes).fraction(1);
+    BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
+               std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
+               op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
+               r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
+               r.pcie_seconds * 1e3, r.next_pcie_share);
+    trace(r);
+    if (keep_history_) history_.push_back(r);
+  }
+  return Result::Success;
+}
+
+Result Orchestrator::drain() {
+  {
+    std::unique_lock lock(settled_mutex_);
+    settled_cv_.wait(lock, [&] { return settled_.count(calls_) > 0 || applied_ >= calls_ || failed_.load() != 0; });
+  }
+  return apply_settled(calls_);
+}
+
 Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
-  if (failed_ != Result::Success)
-    return fail(failed_, "multipath: braid's PCIe path failed earlier on this communicator: %s",
-                 failed_text_.c_str());
+  std::string text;
+  if (const Result f = failure(&text); f != Result::Success)
+    return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
   int caller_device = device_;
   cudaGetDevice(&caller_device);
@@ -347,8 +439,12 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   } restore{caller_device};
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
 
-  // The split comes from the table before the previous call is settled (below), so NCCL's share
-  // is queued before the host waits for anything.
+  // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
+  // thread waits only when braid's progress is that far behind.
+  const uint64_t call_number = calls_ + 1;
+  const auto lag = static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag));
+  if (call_number > lag) BRAID_TRY(apply_settled(call_number - lag));
+
   const DataType type = static_cast<DataType>(call.type);
   const size_t bytes = message_bytes(call, nranks_);
   const balance::Shares shares = table_->issue(call.collective, type, bytes);
@@ -358,112 +454,155 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   const size_t nccl_elements = split[balance::kDedicatedPath];
   const size_t pcie_elements = call.count - nccl_elements;
 
-  Pending p;
-  p.record.call = ++calls_;
-  p.record.what = call;
-  p.record.bytes = bytes;
-  p.record.nccl_elements = nccl_elements;
-  p.record.pcie_elements = pcie_elements;
-  p.used = shares;
+  Job job;
+  job.record.call = call_number;
+  job.record.what = call;
+  job.record.bytes = bytes;
+  job.record.nccl_elements = nccl_elements;
+  job.record.pcie_elements = pcie_elements;
+  job.used = shares;
   if (pcie_elements == 0) {
     // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
     bool carried = false;
     BRAID_TRY(peer_share(call, call.count, stream, &carried));
     if (!carried) BRAID_TRY(nccl_whole(call, stream));
-    p.record.nvlink_copy = carried;
-    BRAID_TRY(settle_pending());
-    pending_.push_back(p);
+    job.record.nvlink_copy = carried;
+    calls_ = call_number;
+    enqueue(std::move(job));
     return Result::Success;
   }
-  p.timed = true;
-  p.timing = next_timing_;
-  next_timing_ = (next_timing_ + 1) % kTimingSlots;
-  const Timing& t = timings_[p.timing];
-
-  BRAID_TRY(cuda(cudaEventRecord(t.fork, stream), "cudaEventRecord (fork)"));
-  BRAID_TRY(cuda(cudaStreamWaitEvent(nccl_stream_, t.fork, 0), "cudaStreamWaitEvent"));
-  BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, t.fork, 0), "cudaStreamWaitEvent"));
-  // NCCL first: its kernels are queued behind the previous call on the GPU while the host settles
-  // that call and then drives the PCIe share.
+  job.timed = true;
+  BRAID_TRY(resolve_op(call, &job));
+  BRAID_TRY(take_events(&job.events));
+  const CallEvents& e = job.events;
+  Result r = cuda(cudaEventRecord(e.fork, stream), "cudaEventRecord (fork)");
+  if (r == Result::Success) r = cuda(cudaStreamWaitEvent(nccl_stream_, e.fork, 0), "cudaStreamWaitEvent");
   last_share_copied_ = false;
-  if (nccl_elements > 0) BRAID_TRY(nccl_share(call, nccl_elements));
-  p.record.nvlink_copy = last_share_copied_;
-  BRAID_TRY(cuda(cudaEventRecord(t.nccl_end, nccl_stream_), "cudaEventRecord"));
-  Result r = settle_pending();
-  if (r == Result::Success) r = pcie_share(call, nccl_elements, pcie_elements);
+  if (r == Result::Success && nccl_elements > 0) r = nccl_share(call, nccl_elements);
+  if (r == Result::Success) r = cuda(cudaEventRecord(e.nccl_end, nccl_stream_), "cudaEventRecord");
   if (r != Result::Success) {
-    if (failed_ == Result::Success) {
-      failed_ = r;
-      failed_text_ = last_error();
-    }
-    BRAID_WARN(Balance, "multipath: braid's share failed (%s); later split calls on this communicator fail too",
-               failed_text_.c_str());
-    // The caller's stream still waits for NCCL's share, so nothing it queues next races it.
-    cudaStreamWaitEvent(stream, t.nccl_end, 0);
+    give_back_events(job.events);
     return r;
   }
-  BRAID_TRY(cuda(cudaEventRecord(t.pcie_end, pcie_stream_), "cudaEventRecord"));
-  BRAID_TRY(cuda(cudaStreamWaitEvent(stream, t.nccl_end, 0), "cudaStreamWaitEvent (join)"));
-  BRAID_TRY(cuda(cudaStreamWaitEvent(stream, t.pcie_end, 0), "cudaStreamWaitEvent (join)"));
-  pending_.push_back(p);
-  return Result::Success;
+  job.record.nvlink_copy = last_share_copied_;
+  calls_ = call_number;
+  enqueue(std::move(job));
+  // The join: NCCL's share by its event, braid's by the completion word its progress raises.
+  r = cuda(cudaStreamWaitEvent(stream, e.nccl_end, 0), "cudaStreamWaitEvent (join)");
+  if (r == Result::Success) {
+    const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_,
+                                                          call_number, CU_STREAM_WAIT_VALUE_GEQ);
+    if (w != CUDA_SUCCESS)
+      r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
+  }
+  if (r != Result::Success) {
+    record_failure(r);
+    abort();
+  }
+  return r;
 }
 
-Result Orchestrator::settle_pending() {
-  // BRAID_SPLIT_SETTLE_LAG = 2 keeps the previous call unsettled: its end events are then surely
-  // reached and the host goes straight on to this call's PCIe share (docs/MULTIPATH.md).
-  const size_t keep = settings().split_settle_lag >= 2 ? 1 : 0;
-  while (pending_.size() > keep) BRAID_TRY(settle_one());
-  return Result::Success;
-}
+// ---- the progress thread ----
 
-// The previous split call is settled during this one, after this call's split was chosen and its
-// NCCL share queued: the host then waits for the previous call's end events without leaving
-// NVLink idle. (Settling first, before choosing, left a launch-latency gap between consecutive
-// NCCL shares: run 5.) So a call's split reflects every call but the one just before it; the
-// balancer learns from each call against the shares that call used (Balancer::observe_used).
-// Every rank settles the same calls at the same point, so the exchanges pair up.
-Result Orchestrator::settle_one() {
-  Pending p = pending_.front();
-  pending_.pop_front();
-  const DataType type = static_cast<DataType>(p.record.what.type);
-  std::vector<double> seconds(static_cast<size_t>(nranks_) * 2, 0.0);
-  if (!p.timed) {
-    // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
-    for (int q = 0; q < nranks_; ++q) seconds[2 * q] = 1.0;
-  } else {
-    const Timing& t = timings_[p.timing];
-    float nccl_ms = 0, pcie_ms = 0;
-    BRAID_TRY(cuda(cudaEventSynchronize(t.pcie_end), "cudaEventSynchronize"));
-    BRAID_TRY(cuda(cudaEventSynchronize(t.nccl_end), "cudaEventSynchronize"));
-    if (p.record.nccl_elements > 0)
-      BRAID_TRY(cuda(cudaEventElapsedTime(&nccl_ms, t.fork, t.nccl_end), "cudaEventElapsedTime"));
-    BRAID_TRY(cuda(cudaEventElapsedTime(&pcie_ms, t.fork, t.pcie_end), "cudaEventElapsedTime"));
-    const uint64_t mine[2] = {static_cast<uint64_t>(std::max(0.f, nccl_ms) * 1e6),
-                              static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
-    std::vector<uint64_t> all;
-    const Result exchanged = braid_->engine->exchange(mine, &all);
-    if (exchanged != Result::Success) {
-      failed_ = exchanged;
-      failed_text_ = last_error();
-      return exchanged;
+void Orchestrator::progress_loop() {
+  cudaSetDevice(device_);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(jobs_mutex_);
+      jobs_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
     }
-    for (size_t i = 0; i < all.size(); ++i) seconds[i] = static_cast<double>(all[i]) * 1e-9;
+    Settled settled;
+    Result r = static_cast<Result>(failed_.load());
+    if (r == Result::Success) r = run_job(job, &settled);
+    if (r != Result::Success) {
+      // Callers' streams wait for this call: release them; the failure reaches the application
+      // through later calls and ncclCommGetAsyncError.
+      record_failure(r);
+      if (job.timed) release_stream(job.record.call);
+      BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
+                 "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
+    } else {
+      {
+        std::lock_guard lock(settled_mutex_);
+        settled_.emplace(job.record.call, std::move(settled));
+      }
+      settled_cv_.notify_all();
+    }
+    if (job.timed) give_back_events(job.events);
   }
-  BRAID_TRY(table_->update_used(p.record.what.collective, type, p.record.bytes, p.used, seconds, nranks_));
-  for (int q = 0; q < nranks_ && p.timed; ++q) {
-    p.record.nccl_seconds = std::max(p.record.nccl_seconds, seconds[2 * q]);
-    p.record.pcie_seconds = std::max(p.record.pcie_seconds, seconds[2 * q + 1]);
+}
+
+void Orchestrator::release_stream(uint64_t call) {
+  uint64_t seen = done_->load();
+  while (seen < call && !done_->compare_exchange_weak(seen, call)) {
   }
-  p.record.next_pcie_share = table_->shares_for(p.record.what.collective, type, p.record.bytes).fraction(1);
-  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
-             std::string(collective_name(p.record.what.collective)).c_str(),
-             std::string(datatype_name(type)).c_str(), op_text(p.record.what.op).c_str(), p.record.bytes,
-             static_cast<unsigned long long>(p.record.call), p.record.nvlink_copy ? "braid" : "nccl",
-             p.record.nccl_elements, p.record.pcie_elements,
-             p.record.nccl_seconds * 1e3, p.record.pcie_seconds * 1e3, p.record.next_pcie_share);
-  trace(p.record);
-  if (keep_history_) history_.push_back(p.record);
+}
+
+Result Orchestrator::run_job(Job& job, Settled* settled) {
+  settled->record = job.record;
+  settled->used = job.used;
+  settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
+  if (!job.timed) {
+    // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
+    for (int q = 0; q < nranks_; ++q) settled->seconds[2 * q] = 1.0;
+    return Result::Success;
+  }
+  BRAID_TRY(pcie_share(job));
+  return settle(job, settled);
+}
+
+// PCIe's share: the elements after NVLink's of every block, through braid's engine on the private
+// stream, which first waits for the caller's stream to reach the call (the fork).
+Result Orchestrator::pcie_share(Job& job) {
+  const SplitCall& call = job.record.what;
+  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.fork, 0), "cudaStreamWaitEvent (fork)"));
+  if (job.device_scalar != nullptr) {
+    // NCCL reads a device scalar while the collective runs; braid once the work before it is done.
+    unsigned char bytes[8] = {};
+    const DataType type = static_cast<DataType>(call.type);
+    BRAID_TRY(cuda(cudaMemcpyAsync(bytes, job.device_scalar, datatype_size(type), cudaMemcpyDeviceToHost, pcie_stream_),
+                   "cudaMemcpyAsync (the PreMulSum scalar)"));
+    BRAID_TRY(cuda(cudaStreamSynchronize(pcie_stream_), "cudaStreamSynchronize (the PreMulSum scalar)"));
+    job.scalar = reduce::OpScalar::from_bytes(type, bytes);
+  }
+  const api::Call c{call.collective, call.send, call.recv, call.count, call.type, call.op, call.root};
+  const Result r = api::run_resolved(braid_, c, job.op, job.op == RedOp::PreMulSum ? &job.scalar : nullptr,
+                                     pcie_stream_, engine::BlockRange{job.record.nccl_elements, job.record.pcie_elements});
+  cudaSetDevice(device_);
+  BRAID_TRY(r);
+  BRAID_TRY(cuda(cudaEventRecord(job.events.pcie_end, pcie_stream_), "cudaEventRecord"));
+  const CUresult w = cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_,
+                                                         job.record.call, 0);
+  if (w != CUDA_SUCCESS)
+    return fail(Result::UnhandledCudaError, "multipath: cuStreamWriteValue64 (release) failed with %d", static_cast<int>(w));
+  return Result::Success;
+}
+
+// A call's times, once both paths ended: every rank's progress thread settles every split call
+// right after its PCIe share, so the exchanges pair up in the same order on every rank.
+Result Orchestrator::settle(const Job& job, Settled* settled) {
+  const CallEvents& e = job.events;
+  float nccl_ms = 0, pcie_ms = 0;
+  BRAID_TRY(cuda(cudaEventSynchronize(e.pcie_end), "cudaEventSynchronize"));
+  BRAID_TRY(cuda(cudaEventSynchronize(e.nccl_end), "cudaEventSynchronize"));
+  if (job.record.nccl_elements > 0)
+    BRAID_TRY(cuda(cudaEventElapsedTime(&nccl_ms, e.fork, e.nccl_end), "cudaEventElapsedTime"));
+  BRAID_TRY(cuda(cudaEventElapsedTime(&pcie_ms, e.fork, e.pcie_end), "cudaEventElapsedTime"));
+  const uint64_t mine[2] = {static_cast<uint64_t>(std::max(0.f, nccl_ms) * 1e6),
+                            static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
+  std::vector<uint64_t> all;
+  BRAID_TRY(braid_->engine->exchange(mine, &all));
+  for (size_t i = 0; i < all.size() && i < settled->seconds.size(); ++i)
+    settled->seconds[i] = static_cast<double>(all[i]) * 1e-9;
+  for (int q = 0; q < nranks_; ++q) {
+    settled->record.nccl_seconds = std::max(settled->record.nccl_seconds, settled->seconds[2 * q]);
+    settled->record.pcie_seconds = std::max(settled->record.pcie_seconds, settled->seconds[2 * q + 1]);
+  }
   return Result::Success;
 }
 

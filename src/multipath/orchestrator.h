@@ -3,21 +3,31 @@
 // to NCCL (NVLink) on one stream, the tail to braid's PCIe engine on another, both forked from
 // and joined back to the caller's stream with events, timed per path with those events.
 //
+// Asynchronous like NCCL: the calling thread queues NCCL's share and hands braid's PCIe share to
+// the communicator's progress thread, which drives braid's engine (copies, host reductions) and
+// then releases the caller's stream through a word in pinned host memory the stream waits on
+// (a stream memory operation). The calling thread never waits for the GPU or for other ranks,
+// except when it runs more than BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread.
+//
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
-// over all ranks' times (exchanged through the engine's control segment), at the same call on
-// every rank: a call's times are settled during the next split call, after that call's NCCL share
-// is queued. Results: each element is computed by exactly one path, so integer results are exact and
+// over all ranks' times (exchanged by the progress threads through the engine's control segment,
+// in call order), and call k's split uses exactly the times of calls up to k - lag on every rank.
+// Results: each element is computed by exactly one path, so integer results are exact and
 // every rank gets bitwise the same data (both paths guarantee that on their own).
 #pragma once
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "balance/split_table.h"
@@ -26,6 +36,7 @@
 #include "multipath/nccl_entry_points.h"
 #include "multipath/split_call.h"
 #include "peer/peer_path.h"
+#include "reduce/reduce.h"
 
 namespace braid::multipath {
 
@@ -65,8 +76,12 @@ class Orchestrator {
 
   // Whether `call` is split (otherwise the caller gives it to NCCL alone).
   bool wants(const SplitCall& call) const;
-  // Splits `call` across both paths on `stream`. Blocks until braid's host part is done.
+  // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on
+  // the progress thread) and `stream` waits for them.
   Result run(const SplitCall& call, cudaStream_t stream);
+  // Waits until every split call so far has run, and applies all their times to the table (tools
+  // read history() after). Every rank must drain at the same point, or later splits disagree.
+  Result drain();
 
   // Replaces the split table with a fresh one over `balancer` (tools compare balancers). Every
   // rank must do the same at the same point.
@@ -74,23 +89,37 @@ class Orchestrator {
 
   // Stops braid's waits on every rank (within a second); any thread may call it.
   void abort();
+  // The first failure of braid's share on this communicator, with its text (Success: none). Any
+  // thread may ask (ncclCommGetAsyncError).
+  Result failure(std::string* text) const;
 
   void add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec);
   void remove_premulsum(ncclRedOp_t op);
 
-  // The splits settled so far (kept when a trace is asked for: BRAID_SPLIT_TRACE or tests).
+  // The splits settled so far (kept when asked for: tools and tests; drain() first for all of them).
   const std::vector<SplitRecord>& history() const { return history_; }
   void keep_history(bool keep) { keep_history_ = keep; }
 
  private:
-  struct Timing {
+  struct CallEvents {
     cudaEvent_t fork = nullptr, nccl_end = nullptr, pcie_end = nullptr;
   };
-  struct Pending {
+  // One split call, as the progress thread gets it: the operator is resolved at call time (the
+  // application may destroy a PreMulSum operator as soon as the call returns).
+  struct Job {
     SplitRecord record;
     balance::Shares used;
-    bool timed = false;  // both paths ran and were timed (else NCCL alone, untimed)
-    int timing = 0;      // index into timings_
+    bool timed = false;  // both paths ran and are timed (else the NVLink path alone, untimed)
+    CallEvents events;
+    RedOp op = RedOp::Sum;
+    reduce::OpScalar scalar;              // PreMulSum's, host-immediate
+    const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
+  };
+  // A split call's per-path times, the slowest rank's, as every rank agreed them.
+  struct Settled {
+    SplitRecord record;
+    balance::Shares used;
+    std::vector<double> seconds;  // per rank: NVLink path, PCIe path
   };
 
   Orchestrator() = default;
@@ -102,10 +131,21 @@ class Orchestrator {
   bool rides_copy_engines(const SplitCall& call) const;
   Result nccl_share_copied(const SplitCall& call, size_t elements);
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
-  Result pcie_share(const SplitCall& call, size_t begin, size_t elements);
-  Result settle_one();
-  Result settle_pending();
-  Result braid_op(ncclRedOp_t op, ncclRedOp_t* out);
+  Result resolve_op(const SplitCall& call, Job* job) const;
+  Result take_events(CallEvents* out);
+  void give_back_events(const CallEvents& events);
+  void enqueue(Job job);
+
+  // The progress thread.
+  void progress_loop();
+  Result run_job(Job& job, Settled* settled);
+  Result pcie_share(Job& job);
+  Result settle(const Job& job, Settled* settled);
+  void release_stream(uint64_t call);
+  void record_failure(Result r);
+
+  // The calling thread: applies settled calls to the table, in call order, through `call`.
+  Result apply_settled(uint64_t call);
   Result cuda(cudaError_t e, const char* what);
   Result nccl_result(ncclResult_t r, const char* what);
   void trace(const SplitRecord& r);
@@ -115,24 +155,37 @@ class Orchestrator {
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t nccl_stream_ = nullptr, pcie_stream_ = nullptr;
-  std::vector<Timing> timings_;
   bool copy_based_ = false;  // BRAID_SPLIT_NCCL_SHARE=copy
   std::unique_ptr<peer::PeerPath> peer_;  // BRAID_NVLINK_PATH=copy or auto (AllGather)
   bool peer_refused_logged_ = false;
   bool last_share_copied_ = false;  // the latest NVLink share went over the copy engines
   void* scratch_ = nullptr;  // the packed heads of the copy-based NCCL share
   size_t scratch_bytes_ = 0;
-  int next_timing_ = 0;
-  std::deque<Pending> pending_;
+  // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<balance::SplitTable> table_;
   uint64_t calls_ = 0;
+  uint64_t applied_ = 0;  // settled calls applied to the table
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;
-  std::map<ncclRedOp_t, ncclRedOp_t> braid_ops_;  // NCCL's dynamic op -> braid's
   bool keep_history_ = false;
   std::vector<SplitRecord> history_;
   std::FILE* trace_ = nullptr;
-  Result failed_ = Result::Success;
-  std::string failed_text_;
+
+  // Between the calling thread and the progress thread.
+  std::thread progress_;
+  std::mutex jobs_mutex_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  mutable std::mutex settled_mutex_;
+  std::condition_variable settled_cv_;
+  std::map<uint64_t, Settled> settled_;
+  std::atomic<int> failed_{0};  // the first failure of braid's share (a Result)
+  std::string failed_text_;     // under settled_mutex_
+  std::mutex events_mutex_;
+  std::vector<CallEvents> free_events_, all_events_;
+  // The last split call whose PCIe share ended, in pinned host memory: callers' streams wait on it.
+  std::atomic<uint64_t>* done_ = nullptr;
+  unsigned long long done_device_ = 0;
 };
 
 }  // namespace braid::multipath

@@ -201,11 +201,14 @@ ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text) {
   if (!state || !state->pcie_path) return ncclSuccess;
   PciePath& path = *state->pcie_path;
   const auto failure = static_cast<ncclResult_t>(path.failure.load());
-  if (failure != ncclSuccess && text != nullptr) {
+  if (failure != ncclSuccess) {
     std::lock_guard lock(path.failure_mutex);
-    *text = path.failure_text;
+    if (text != nullptr) *text = path.failure_text;
+    return failure;
   }
-  return failure;
+  // A failure on braid's progress thread, after the call that queued the work returned.
+  if (const multipath::Orchestrator* o = path.live.load()) return static_cast<ncclResult_t>(o->failure(text));
+  return ncclSuccess;
 }
 
 }  // namespace braid::shim

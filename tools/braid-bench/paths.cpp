@@ -118,6 +118,9 @@ void BraidPath::use_static_share(double share) {
 
 std::vector<multipath::SplitRecord> BraidPath::take_splits() {
   if (!multipath()) return {};
+  // Every rank's table takes in the same settled calls, so later splits still agree.
+  for (auto& o : orchestrators_)
+    if (o->drain() != Result::Success) die("multipath: %s", last_error());
   const auto& all = orchestrators_[0]->history();
   std::vector<multipath::SplitRecord> fresh(all.begin() + static_cast<long>(std::min(splits_taken_, all.size())), all.end());
   splits_taken_ = all.size();
