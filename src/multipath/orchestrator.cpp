@@ -522,7 +522,7 @@ void Orchestrator::progress_loop() {
       // Callers' streams wait for this call: release them; the failure reaches the application
       // through later calls and ncclCommGetAsyncError.
       record_failure(r);
-      if (job.timed) release_stream(job.record.call);
+      if (job.timed) release_stream();
       BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
                  "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
     } else {
@@ -536,10 +536,16 @@ void Orchestrator::progress_loop() {
   }
 }
 
-void Orchestrator::release_stream(uint64_t call) {
-  uint64_t seen = done_->load();
-  while (seen < call && !done_->compare_exchange_weak(seen, call)) {
-  }
+// After a failure every later split call fails too, so the word goes past any call number; the
+// PCIe stream writes it too, after the earlier calls' writes it still holds, which would
+// otherwise lower it again.
+void Orchestrator::release_stream() {
+  constexpr uint64_t kReleased = uint64_t{1} << 62;
+  done_->store(kReleased);
+  cudaSetDevice(device_);
+  if (cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_, kReleased, 0) !=
+      CUDA_SUCCESS)
+    cudaGetLastError();
 }
 
 Result Orchestrator::run_job(Job& job, Settled* settled) {

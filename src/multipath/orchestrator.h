@@ -141,7 +141,7 @@ class Orchestrator {
   Result run_job(Job& job, Settled* settled);
   Result pcie_share(Job& job);
   Result settle(const Job& job, Settled* settled);
-  void release_stream(uint64_t call);
+  void release_stream();
   void record_failure(Result r);
 
   // The calling thread: applies settled calls to the table, in call order, through `call`.
