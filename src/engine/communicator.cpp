@@ -488,6 +488,8 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   if (run_scalar != nullptr) std::memcpy(&scalar_bits, run_scalar->bytes, sizeof scalar_bits);
   mine.scalar.store(scalar_bits);
   mine.seq.store(seq, std::memory_order_release);
+  BRAID_TRACE(Engine, "%s call %llu: at the barrier", std::string(collective_name(c)).c_str(),
+              static_cast<unsigned long long>(seq));
   BRAID_TRY(barrier(c, ctx));
   std::vector<bool> in_place_flags(nranks_);
   std::vector<reduce::OpScalar> scalars;
@@ -556,6 +558,8 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
       return report_failure(c, failure, device::seconds_since(ctx.start));
     }
   }
+  BRAID_TRACE(Engine, "%s call %llu: every piece ran", std::string(collective_name(c)).c_str(),
+              static_cast<unsigned long long>(seq));
   return backend_->end_collective();
 }
 

@@ -118,7 +118,8 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->peer_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->table_->balancer_name()).c_str());
-  o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
+  o->async_ = settings().async;
+  if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
   return Result::Success;
 }
@@ -442,8 +443,11 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
   const uint64_t call_number = calls_ + 1;
-  const auto lag = static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag));
+  // Without the progress thread every earlier call is settled already: no lag is needed.
+  const auto lag = async_ ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
   if (call_number > lag) BRAID_TRY(apply_settled(call_number - lag));
+  BRAID_TRACE(Balance, "multipath: call %llu: settled calls applied through %llu", static_cast<unsigned long long>(call_number),
+              static_cast<unsigned long long>(applied_));
 
   const DataType type = static_cast<DataType>(call.type);
   const size_t bytes = message_bytes(call, nranks_);
@@ -468,7 +472,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     if (!carried) BRAID_TRY(nccl_whole(call, stream));
     job.record.nvlink_copy = carried;
     calls_ = call_number;
-    enqueue(std::move(job));
+    if (async_) enqueue(std::move(job));
+    else process(job);
     return Result::Success;
   }
   job.timed = true;
@@ -486,7 +491,16 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   }
   job.record.nvlink_copy = last_share_copied_;
   calls_ = call_number;
+  if (!async_) {
+    // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
+    const CallEvents events = e;
+    process(job);
+    if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
+    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, events.nccl_end, 0), "cudaStreamWaitEvent (join)"));
+    return cuda(cudaStreamWaitEvent(stream, events.pcie_end, 0), "cudaStreamWaitEvent (join)");
+  }
   enqueue(std::move(job));
+  BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
   // The join: NCCL's share by its event, braid's by the completion word its progress raises.
   r = cuda(cudaStreamWaitEvent(stream, e.nccl_end, 0), "cudaStreamWaitEvent (join)");
   if (r == Result::Success) {
@@ -515,6 +529,14 @@ void Orchestrator::progress_loop() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    process(job);
+  }
+}
+
+void Orchestrator::process(Job& job) {
+  BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
+              job.timed ? "timed" : "NVLink path alone");
+  {
     Settled settled;
     Result r = static_cast<Result>(failed_.load());
     if (r == Result::Success) r = run_job(job, &settled);
@@ -558,6 +580,7 @@ Result Orchestrator::run_job(Job& job, Settled* settled) {
     return Result::Success;
   }
   BRAID_TRY(pcie_share(job));
+  BRAID_TRACE(Balance, "multipath: job %llu: braid's share queued to its end; settling", static_cast<unsigned long long>(job.record.call));
   return settle(job, settled);
 }
 

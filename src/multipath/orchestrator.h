@@ -138,6 +138,7 @@ class Orchestrator {
 
   // The progress thread.
   void progress_loop();
+  void process(Job& job);  // one job, on the progress thread (or the caller's, BRAID_ASYNC=0)
   Result run_job(Job& job, Settled* settled);
   Result pcie_share(Job& job);
   Result settle(const Job& job, Settled* settled);
@@ -171,6 +172,7 @@ class Orchestrator {
   std::FILE* trace_ = nullptr;
 
   // Between the calling thread and the progress thread.
+  bool async_ = true;  // BRAID_ASYNC
   std::thread progress_;
   std::mutex jobs_mutex_;
   std::condition_variable jobs_cv_;
