@@ -3,11 +3,16 @@
 // goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
 // communicators (comm_table), the calling thread's group (group_state) and the PreMulSum
 // operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
+//
+// Collectives and send/recv are checked as NCCL checks them before braid does anything else with
+// them (arguments.h).
 #include <cstring>
+#include <optional>
 
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "shim/arguments.h"
 #include "shim/comm_table.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
@@ -151,6 +156,51 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
   return operation(true, to_nccl);
 }
 
+using braid::Collective;
+using braid::multipath::SplitCall;
+using braid::shim::CallArguments;
+using braid::shim::Operation;
+
+// The call as braid's split path describes it, for the five collectives braid splits.
+std::optional<SplitCall> split_call_of(const CallArguments& c) {
+  const auto split = [&](Collective collective) {
+    return SplitCall{collective, c.sendbuff, const_cast<void*>(c.recvbuff), c.count, c.datatype, c.op, c.root};
+  };
+  switch (c.operation) {
+    case Operation::AllReduce: return split(Collective::AllReduce);
+    case Operation::Reduce: return split(Collective::Reduce);
+    case Operation::Broadcast: return split(Collective::Broadcast);
+    case Operation::AllGather: return split(Collective::AllGather);
+    case Operation::ReduceScatter: return split(Collective::ReduceScatter);
+    default: return std::nullopt;
+  }
+}
+
+// NCCL's refusal of the call (arguments.h), given before braid splits, holds or forwards it.
+// Inside a group the refused call still goes to NCCL: NCCL's group records the error, so its
+// ncclGroupEnd fails and launches nothing, as without braid.
+template <typename ToNccl>
+std::optional<ncclResult_t> refuse(const CallArguments& call, ToNccl to_nccl) {
+  if (!braid_enabled() || !real_nccl().found) return std::nullopt;
+  const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call);
+  if (!refused) return std::nullopt;
+  if (braid::shim::this_thread_group().in_group()) (void)to_nccl();
+  t_braid_error_latest = true;
+  return static_cast<ncclResult_t>(
+      braid::fail(static_cast<braid::Result>(refused->result), "%s", refused->text.c_str()));
+}
+
+// Every collective and send/recv: checked, then split (or held to split at its group's end) or
+// handed to NCCL alone through `to_nccl`, which must capture by value.
+template <typename ToNccl>
+ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
+  if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
+  if (const std::optional<SplitCall> split = split_call_of(call))
+    return split_or_forward(call.comm, *split, stream, to_nccl);
+  const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
+  return operation(!point_to_point, to_nccl);
+}
+
 }  // namespace
 
 extern "C" {
@@ -272,7 +322,10 @@ BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 
 BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  return BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+  const ncclResult_t result = BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+  // NCCL refuses every later collective on it (arguments.h); braid must split none.
+  if (braid_enabled() && accepted(result) && comm != nullptr) braid::shim::comm_table().mark_revoked(comm);
+  return result;
 }
 
 // ---- queries ----
@@ -305,95 +358,105 @@ BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                    ncclScalarResidence_t residence, ncclComm_t comm) {
   const ncclResult_t result = BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
-  if (braid_enabled() && result == ncclSuccess && op != nullptr && scalar != nullptr &&
-      braid::datatype_valid(static_cast<int>(datatype))) {
-    // braid remakes the operator on its side when it first splits a call that uses it.
+  if (braid_enabled() && result == ncclSuccess && op != nullptr) {
+    // Every operator NCCL made is remembered: the argument checks must know which values are live,
+    // whatever type or scalar NCCL accepted; braid remakes on its side only those it can
+    // (pcie_path.h), when it first splits a call that uses one.
     braid::multipath::PreMulSumSpec spec;
     spec.type = datatype;
     spec.residence = residence;
-    if (residence == ncclScalarHostImmediate)
-      std::memcpy(spec.host_value, scalar, braid::datatype_size(static_cast<braid::DataType>(datatype)));
-    else
+    if (residence != ncclScalarHostImmediate)
       spec.device_pointer = scalar;
+    else if (scalar != nullptr && braid::datatype_valid(static_cast<int>(datatype)))
+      std::memcpy(spec.host_value, scalar, braid::datatype_size(static_cast<braid::DataType>(datatype)));
     braid::shim::remember_premulsum(comm, *op, spec);
   }
   return result;
 }
 
 BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  // Before NCCL frees the value: once freed, another thread's create may get it again.
   if (braid_enabled()) braid::shim::forget_premulsum(comm, op);
   return BRAID_FORWARD(ncclRedOpDestroy, op, comm);
 }
 
 // ---- collectives: the five braid splits, then those that go to NCCL alone ----
 
-using braid::Collective;
-using braid::multipath::SplitCall;
-
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root}, stream,
-                          [=] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+  return issue({Operation::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::Broadcast, buff, buff, count, datatype, ncclSum, root}, stream,
-                          [=] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
+  // NCCL's ncclBcast is its ncclBroadcast in place, and checks (and names) itself as Broadcast.
+  return issue({Operation::Broadcast, buff, buff, count, datatype, ncclSum, root, comm}, stream,
+               [=] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root}, stream,
-      [=] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return issue({Operation::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream,
-                          [=] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return issue({Operation::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, stream,
-      [=] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+  return issue({Operation::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0}, stream,
-      [=] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+  return issue({Operation::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream); });
+  return issue({Operation::AlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm}, stream,
+               [=] { return BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return issue({Operation::Gather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       int root, ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return issue({Operation::Scatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+    return BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return operation(false, [&] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
+  // NCCL records a send's buffer as its receive buffer, and the peer as its root.
+  return issue({Operation::Send, nullptr, sendbuff, count, datatype, ncclSum, peer, comm}, stream,
+               [=] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
 }
 
 BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return operation(false, [&] { return BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream); });
+  return issue({Operation::Recv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm}, stream,
+               [=] { return BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream); });
 }
 
 // ---- groups: NCCL keeps its own semantics; braid mirrors the per-thread depth ----

@@ -55,6 +55,15 @@ bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool min
   return r == Result::Success && flag == 1;
 }
 
+// An operator braid can remake on its side. NCCL's ncclRedOpCreatePreMulSum accepts any type,
+// any residence (all but host-immediate mean a pointer) and a null scalar pointer; it refuses such
+// operators only where they are used, and braid leaves those calls to it.
+bool remakeable(const multipath::PreMulSumSpec& spec) {
+  return datatype_valid(static_cast<int>(spec.type)) &&
+         (spec.residence == ncclScalarHostImmediate ||
+          (spec.residence == ncclScalarDevice && spec.device_pointer != nullptr));
+}
+
 void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) {
   path.attempted = true;
   const RealNccl& real = real_nccl();
@@ -69,7 +78,8 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) 
                  "collectives go to NCCL alone");
     return;
   }
-  for (const auto& [op, spec] : path.premulsum) made->add_premulsum(op, spec);
+  for (const auto& [op, spec] : path.premulsum)
+    if (remakeable(spec)) made->add_premulsum(op, spec);
   path.orchestrator = std::move(made);
   path.live.store(path.orchestrator.get());
 }
@@ -98,11 +108,14 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 
 namespace {
 
-// The communicator's state when braid could split on it at all; null otherwise.
+// The communicator's state when braid could split on it at all; null otherwise. The shim checked
+// the call's arguments before (arguments.h); the type is checked again because braid counts the
+// call's bytes with it.
 std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::SplitCall& call) {
-  if (!multipath::splittable(call.collective)) return std::nullopt;
+  if (!multipath::splittable(call.collective) || !datatype_valid(static_cast<int>(call.type))) return std::nullopt;
   auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking)
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking ||
+      state->revoked)
     return std::nullopt;
   return state;
 }
@@ -150,7 +163,7 @@ void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMul
   if (!state || !state->pcie_path) return;
   std::lock_guard lock(state->pcie_path->mutex);
   state->pcie_path->premulsum[op] = spec;
-  if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->add_premulsum(op, spec);
+  if (state->pcie_path->orchestrator && remakeable(spec)) state->pcie_path->orchestrator->add_premulsum(op, spec);
 }
 
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
@@ -159,6 +172,15 @@ void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
   std::lock_guard lock(state->pcie_path->mutex);
   state->pcie_path->premulsum.erase(op);
   if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->remove_premulsum(op);
+}
+
+std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op) {
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path) return std::nullopt;
+  std::lock_guard lock(state->pcie_path->mutex);
+  const auto found = state->pcie_path->premulsum.find(op);
+  if (found == state->pcie_path->premulsum.end()) return std::nullopt;
+  return found->second.type;
 }
 
 void abort_pcie_path(ncclComm_t comm) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "multipath/orchestrator.h"
 
@@ -19,6 +20,8 @@ struct PciePath {
   bool attempted = false;
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
+  // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
+  // checks need them all; the orchestrator gets those braid can remake (remakeable()).
   std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
 };
 
@@ -32,9 +35,13 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 // (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
 bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
 
-// Bookkeeping the orchestrator needs from the rest of the API.
+// Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
+// operator NCCL made, whatever its type and scalar.
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
+// The data type a live PreMulSum operator of the communicator was made for; nullopt when `op` is
+// none (never made, or destroyed) or braid does not know the communicator.
+std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op);
 // Before NCCL aborts the communicator: stops braid's waits on every rank within a second.
 void abort_pcie_path(ncclComm_t comm);
 
