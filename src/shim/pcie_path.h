@@ -23,6 +23,7 @@ struct PciePath {
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
   // checks need them all; the orchestrator gets those braid can remake (remakeable()).
   std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
+  int compute_major = -1;  // the GPU's compute capability, read at the first FP8 reduction split
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
