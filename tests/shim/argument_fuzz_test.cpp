@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fake_nccl.h"
+#include "fuzz_apis.h"
 
 namespace {
 
@@ -31,37 +32,8 @@ const bool kFakeNcclChosen = [] {
 // so braid splits nothing and every accepted call reaches NCCL).
 const cudaStream_t kStream = reinterpret_cast<cudaStream_t>(uintptr_t{0x5eed});
 
-enum class Api { AllReduce, Reduce, Broadcast, Bcast, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv };
-constexpr Api kApis[] = {Api::AllReduce, Api::Reduce,   Api::Broadcast, Api::Bcast, Api::AllGather, Api::ReduceScatter,
-                         Api::AlltoAll,  Api::Gather,   Api::Scatter,   Api::Send,  Api::Recv};
-
-// The fake's name for the entry point called.
-const char* entry_name(Api api) {
-  switch (api) {
-    case Api::AllReduce: return "AllReduce";
-    case Api::Reduce: return "Reduce";
-    case Api::Broadcast: return "Broadcast";
-    case Api::Bcast: return "Bcast";
-    case Api::AllGather: return "AllGather";
-    case Api::ReduceScatter: return "ReduceScatter";
-    case Api::AlltoAll: return "AlltoAll";
-    case Api::Gather: return "Gather";
-    case Api::Scatter: return "Scatter";
-    case Api::Send: return "Send";
-    case Api::Recv: return "Recv";
-  }
-  return "?";
-}
-
 // The name in NCCL's texts (src/collectives.cc: ncclBcast is ncclBroadcast in place).
-std::string nccl_name(Api api) { return api == Api::Bcast ? "Broadcast" : entry_name(api); }
-
-bool takes_op(Api api) { return api == Api::AllReduce || api == Api::Reduce || api == Api::ReduceScatter; }
-bool takes_root(Api api) {
-  return api == Api::Reduce || api == Api::Broadcast || api == Api::Bcast || api == Api::Gather ||
-         api == Api::Scatter || api == Api::Send || api == Api::Recv;
-}
-bool point_to_point(Api api) { return api == Api::Send || api == Api::Recv; }
+std::string nccl_name(Api api) { return api == Api::Bcast ? "Broadcast" : api_name(api); }
 
 // What the test knows of a communicator: NCCL's state of it, as the checks depend on it.
 struct CommModel {
@@ -89,7 +61,7 @@ struct Call {
 std::string describe(const Call& c) {
   char text[256];
   std::snprintf(text, sizeof text, "nccl%s(send=%p recv=%p count=%zu type=%d op=%d root=%d comm=%s%s)",
-                entry_name(c.api), c.send, c.recv, c.count, c.datatype, c.op, c.root,
+                api_name(c.api), c.send, c.recv, c.count, c.datatype, c.op, c.root,
                 c.comm ? c.comm->name.c_str() : "NULL", c.in_group ? " in a group" : "");
   return text;
 }
@@ -210,7 +182,7 @@ bool run_and_check(const Call& c) {
     fail("reached NCCL " + std::to_string(reached) + " times, expected " + std::to_string(want_reached));
   } else if (reached == 1) {
     const FakeNcclCall r = fake_nccl_call(before);
-    if (std::string(r.api) != entry_name(c.api) || r.sendbuff != recorded_send(c) || r.recvbuff != recorded_recv(c) ||
+    if (std::string(r.api) != api_name(c.api) || r.sendbuff != recorded_send(c) || r.recvbuff != recorded_recv(c) ||
         r.count != c.count || r.datatype != c.datatype || r.op != c.op || r.root != c.root || r.comm != comm_of(c) ||
         r.stream != kStream)
       fail(std::string("reached NCCL changed: ") + r.api + " count " + std::to_string(r.count) + " type " +
