@@ -21,15 +21,17 @@
 
 namespace {
 
-// Before libbraid.so's first call reads its settings: braid forwards to the fake NCCL.
+// Before libbraid.so's first call reads its settings: braid forwards to the fake NCCL, and no
+// call is large enough for braid to split, so braid asks CUDA nothing (on a GPU machine too) and
+// every call it accepts reaches NCCL. braid still counts each call's bytes to decide that.
 const bool kFakeNcclChosen = [] {
   setenv("BRAID_NCCL_LIBRARY", BRAID_FAKE_NCCL_PATH, 1);
+  setenv("BRAID_SPLIT_MIN_BYTES", "0x4000000000000000", 1);
   unsetenv("BRAID_DISABLE");
   return true;
 }();
 
-// A stream the fake records; never used as one (CUDA, without a driver here, cannot describe it,
-// so braid splits nothing and every accepted call reaches NCCL).
+// A stream the fake records; never used as one.
 const cudaStream_t kStream = reinterpret_cast<cudaStream_t>(uintptr_t{0x5eed});
 
 // The name in NCCL's texts (src/collectives.cc: ncclBcast is ncclBroadcast in place).
