@@ -29,5 +29,8 @@ inline bool splittable(Collective c) {
 // The collective's size as nccl-tests counts it: the whole gathered/scattered buffer for
 // AllGather, ReduceScatter and AllToAll, the per-rank buffer otherwise.
 size_t message_bytes(const SplitCall& call, int nranks);
+// Whether message_bytes fits in a size_t: NCCL checks no size, and a call whose bytes braid cannot
+// count goes to NCCL alone. The call's type must be valid.
+bool message_bytes_fit(const SplitCall& call, int nranks);
 
 }  // namespace braid::multipath

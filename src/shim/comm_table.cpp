@@ -39,6 +39,14 @@ std::optional<CommState> CommTable::complete_from(ncclComm* comm, const CommStat
   return state;
 }
 
+bool CommTable::mark_revoked(ncclComm* comm) {
+  std::lock_guard lock(mutex_);
+  auto it = states_.find(comm);
+  if (it == states_.end()) return false;
+  it->second.revoked = true;
+  return true;
+}
+
 size_t CommTable::size() const {
   std::lock_guard lock(mutex_);
   return states_.size();

@@ -24,6 +24,8 @@ struct CommState {
   // ncclInProgress and completes them later; braid does not split on one (NCCL alone).
   bool blocking = true;
   std::shared_ptr<PciePath> pcie_path;  // null: everything goes to NCCL alone
+  // ncclCommRevoke accepted: NCCL refuses every later collective (arguments.h).
+  bool revoked = false;
 
   bool complete() const { return rank >= 0 && nranks > 0 && cuda_device >= 0; }
 };
@@ -43,6 +45,8 @@ class CommTable {
   // Fills the fields still unknown (-1) from `known`; returns the merged state, or nothing
   // when the communicator is not in the table.
   std::optional<CommState> complete_from(ncclComm* comm, const CommState& known);
+  // Marks the communicator revoked; false when it is not in the table.
+  bool mark_revoked(ncclComm* comm);
   size_t size() const;
 
  private:

@@ -1,8 +1,10 @@
 #include "shim/group_split.h"
 
 #include <cuda_runtime.h>
+#include <cxxabi.h>
 
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -41,6 +43,21 @@ ncclResult_t run_in_order(const std::vector<const HeldCollective*>& calls) {
   return first;
 }
 
+// The same on a thread of split_held's own, where an exception has no caller to reach and would
+// end the process: it becomes the communicator's result.
+ncclResult_t run_in_order_on_own_thread(const std::vector<const HeldCollective*>& calls) {
+  try {
+    return run_in_order(calls);
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (const std::exception& e) {
+    BRAID_WARN(Shim, "multipath: a held collective failed inside braid: %s", e.what());
+  } catch (...) {
+    BRAID_WARN(Shim, "multipath: a held collective failed inside braid (not a std::exception)");
+  }
+  return ncclInternalError;
+}
+
 }  // namespace
 
 ncclResult_t split_held(std::vector<HeldCollective> held) {
@@ -73,7 +90,7 @@ ncclResult_t split_held(std::vector<HeldCollective> held) {
           if (go < 0) return;
         }
         cudaSetDevice(device);  // as the caller's thread: NCCL calls made there see the same device
-        results[i] = run_in_order(per_comm[i]);
+        results[i] = run_in_order_on_own_thread(per_comm[i]);
       });
   } catch (const std::system_error& e) {
     BRAID_WARN(Shim, "multipath: no thread for a group's communicator (%s); the group's %zu collectives were not run",

@@ -3,11 +3,19 @@
 // goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
 // communicators (comm_table), the calling thread's group (group_state) and the PreMulSum
 // operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
+//
+// Collectives and send/recv are checked as NCCL checks them before braid does anything else with
+// them (arguments.h), and no C++ exception ever leaves an export (guarded()).
+#include <cxxabi.h>
+
 #include <cstring>
+#include <exception>
+#include <optional>
 
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "shim/arguments.h"
 #include "shim/comm_table.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
@@ -33,6 +41,38 @@ namespace {
 // Whether this thread's latest error came from braid (no real NCCL, or a missing entry point)
 // rather than from NCCL: ncclGetLastError then answers with braid's text.
 thread_local bool t_braid_error_latest = false;
+
+// Records that `api` failed inside braid because of an exception; never throws itself.
+void note_exception(const char* api, const char* what) noexcept {
+  t_braid_error_latest = true;
+  try {
+    braid::fail(braid::Result::InternalError, "%s: internal error in braid: %s", api, what);
+  } catch (...) {
+    // Not even the text could be made (no memory): the result alone tells.
+  }
+}
+
+// Runs an export's body: an exception must not cross the C ABI into the application, so it
+// becomes `fallback()` (ncclInternalError, for the functions returning a result) with a last
+// error naming the API and what was thrown. A thread's cancellation unwinds on.
+template <typename Body, typename Fallback>
+auto guarded_with(const char* api, Body body, Fallback fallback) -> decltype(body()) {
+  try {
+    return body();
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (const std::exception& e) {
+    note_exception(api, e.what());
+  } catch (...) {
+    note_exception(api, "an exception that is not a std::exception");
+  }
+  return fallback();
+}
+
+template <typename Body>
+ncclResult_t guarded(const char* api, Body body) {
+  return guarded_with(api, body, [] { return ncclInternalError; });
+}
 
 bool braid_enabled() {
   static const bool enabled = !braid::settings().disable;
@@ -155,305 +195,439 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
   return operation(true, to_nccl);
 }
 
+using braid::Collective;
+using braid::multipath::SplitCall;
+using braid::shim::CallArguments;
+using braid::shim::Operation;
+
+// The call as braid's split path describes it, for the five collectives braid splits.
+std::optional<SplitCall> split_call_of(const CallArguments& c) {
+  const auto split = [&](Collective collective) {
+    return SplitCall{collective, c.sendbuff, const_cast<void*>(c.recvbuff), c.count, c.datatype, c.op, c.root};
+  };
+  switch (c.operation) {
+    case Operation::AllReduce: return split(Collective::AllReduce);
+    case Operation::Reduce: return split(Collective::Reduce);
+    case Operation::Broadcast: return split(Collective::Broadcast);
+    case Operation::AllGather: return split(Collective::AllGather);
+    case Operation::ReduceScatter: return split(Collective::ReduceScatter);
+    default: return std::nullopt;
+  }
+}
+
+// NCCL's refusal of the call (arguments.h), given before braid splits, holds or forwards it.
+// Inside a group the refused call still goes to NCCL: NCCL's group records the error, so its
+// ncclGroupEnd fails and launches nothing, as without braid.
+template <typename ToNccl>
+std::optional<ncclResult_t> refuse(const CallArguments& call, ToNccl to_nccl) {
+  if (!braid_enabled() || !real_nccl().found) return std::nullopt;
+  const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call);
+  if (!refused) return std::nullopt;
+  if (braid::shim::this_thread_group().in_group()) (void)to_nccl();
+  t_braid_error_latest = true;
+  return static_cast<ncclResult_t>(
+      braid::fail(static_cast<braid::Result>(refused->result), "%s", refused->text.c_str()));
+}
+
+// Every collective and send/recv: checked, then split (or held to split at its group's end) or
+// handed to NCCL alone through `to_nccl`, which must capture by value.
+template <typename ToNccl>
+ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
+  if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
+  if (const std::optional<SplitCall> split = split_call_of(call))
+    return split_or_forward(call.comm, *split, stream, to_nccl);
+  const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
+  return operation(!point_to_point, to_nccl);
+}
+
 }  // namespace
 
 extern "C" {
 
 // ---- versions, ids, errors ----
 
-BRAID_EXPORT ncclResult_t ncclGetVersion(int* version) { return BRAID_FORWARD(ncclGetVersion, version); }
+BRAID_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclGetVersion, version); });
+}
 
 BRAID_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
-  return BRAID_FORWARD(ncclGetUniqueId, uniqueId);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclGetUniqueId, uniqueId); });
 }
 
 BRAID_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
-  const RealNccl& real = real_nccl();
-  if (real.found && real.ncclGetErrorString) return real.ncclGetErrorString(result);
-  return braid::result_string(static_cast<braid::Result>(result));
+  const auto braids_text = [result] { return braid::result_string(static_cast<braid::Result>(result)); };
+  return guarded_with(
+      __func__,
+      [&] {
+        const RealNccl& real = real_nccl();
+        if (real.found && real.ncclGetErrorString) return real.ncclGetErrorString(result);
+        return braids_text();
+      },
+      braids_text);
 }
 
 BRAID_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
-  const RealNccl& real = real_nccl();
-  if (t_braid_error_latest || !real.found || real.ncclGetLastError == nullptr) return braid::last_error();
-  return real.ncclGetLastError(comm);
+  return guarded_with(
+      __func__,
+      [&] {
+        const RealNccl& real = real_nccl();
+        if (t_braid_error_latest || !real.found || real.ncclGetLastError == nullptr) return braid::last_error();
+        return real.ncclGetLastError(comm);
+      },
+      [] { return braid::last_error(); });
 }
 
 BRAID_EXPORT void ncclResetDebugInit() {
-  const RealNccl& real = real_nccl();
-  if (real.found && real.ncclResetDebugInit) real.ncclResetDebugInit();
+  guarded_with(
+      __func__,
+      [] {
+        const RealNccl& real = real_nccl();
+        if (real.found && real.ncclResetDebugInit) real.ncclResetDebugInit();
+      },
+      [] {});
 }
 
 // ---- memory ----
 
-BRAID_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) { return BRAID_FORWARD(ncclMemAlloc, ptr, size); }
+BRAID_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclMemAlloc, ptr, size); });
+}
 
-BRAID_EXPORT ncclResult_t ncclMemFree(void* ptr) { return BRAID_FORWARD(ncclMemFree, ptr); }
+BRAID_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclMemFree, ptr); });
+}
 
 BRAID_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  return BRAID_FORWARD(ncclCommRegister, comm, buff, size, handle);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommRegister, comm, buff, size, handle); });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  return BRAID_FORWARD(ncclCommDeregister, comm, handle);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommDeregister, comm, handle); });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                                  int winFlags) {
-  return BRAID_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommWindowRegister, comm, buff, size, win, winFlags); });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return BRAID_FORWARD(ncclCommWindowDeregister, comm, win);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommWindowDeregister, comm, win); });
 }
 
 BRAID_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs,
                                             ncclDevComm* outDevComm) {
-  return BRAID_FORWARD(ncclDevCommCreate, comm, reqs, outDevComm);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclDevCommCreate, comm, reqs, outDevComm); });
 }
 
 BRAID_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm) {
-  return BRAID_FORWARD(ncclDevCommDestroy, comm, devComm);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclDevCommDestroy, comm, devComm); });
 }
 
 // ---- communicator lifecycle ----
 
 BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
-  if (comm != nullptr) remember(result, *comm, rank, nranks);
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
+    if (comm != nullptr) remember(result, *comm, rank, nranks);
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                  ncclConfig_t* config) {
-  const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
-  if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr));
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
+    if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr));
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                                    ncclUniqueId* commIds, ncclConfig_t* config) {
-  const ncclResult_t result =
-      BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
-  if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr));
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result =
+        BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
+    if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr));
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
-  const ncclResult_t result = BRAID_FORWARD(ncclCommInitAll, comm, ndev, devlist);
-  if (comm != nullptr && result == ncclSuccess) {
-    for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev);
-  }
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommInitAll, comm, ndev, devlist);
+    if (comm != nullptr && result == ncclSuccess) {
+      for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev);
+    }
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                         ncclConfig_t* config) {
-  const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
-  // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-  if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
+    // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                                          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  const ncclResult_t result =
-      BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-  if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result =
+        BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
+    return result;
+  });
 }
 
-BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return BRAID_FORWARD(ncclCommFinalize, comm); }
+BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommFinalize, comm); });
+}
 
 // braid's state goes after NCCL's: NCCL's abort ends its kernels, which braid's streams may be
 // queued behind; braid's own shutdown is then bounded (BRAID_ABORT_TIMEOUT).
 BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  auto braid_part = detach(comm, false);
-  const ncclResult_t result = BRAID_FORWARD(ncclCommDestroy, comm);
-  braid::shim::release_bounded(std::move(braid_part), "ncclCommDestroy");
-  return result;
+  return guarded(__func__, [&] {
+    auto braid_part = detach(comm, false);
+    const ncclResult_t result = BRAID_FORWARD(ncclCommDestroy, comm);
+    braid::shim::release_bounded(std::move(braid_part), "ncclCommDestroy");
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  auto braid_part = detach(comm, true);
-  const ncclResult_t result = BRAID_FORWARD(ncclCommAbort, comm);
-  braid::shim::release_bounded(std::move(braid_part), "ncclCommAbort");
-  return result;
+  return guarded(__func__, [&] {
+    auto braid_part = detach(comm, true);
+    const ncclResult_t result = BRAID_FORWARD(ncclCommAbort, comm);
+    braid::shim::release_bounded(std::move(braid_part), "ncclCommAbort");
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  return BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommRevoke, comm, revokeFlags);
+    // NCCL refuses every later collective on it (arguments.h); braid must split none.
+    if (braid_enabled() && accepted(result) && comm != nullptr) braid::shim::comm_table().mark_revoked(comm);
+    return result;
+  });
 }
 
 // ---- queries ----
 
 BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
-  // NCCL's own error first; else braid's share's, which NCCL cannot know of.
-  if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
-    std::string text;
-    const ncclResult_t failure = braid::shim::pcie_path_failure(comm, &text);
-    if (failure != ncclSuccess) {
-      braid::fail(static_cast<braid::Result>(failure), "%s", text.c_str());
-      t_braid_error_latest = true;
-      *asyncError = failure;
-      return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
+    // NCCL's own error first; else braid's share's, which NCCL cannot know of.
+    if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+      std::string text;
+      const ncclResult_t failure = braid::shim::pcie_path_failure(comm, &text);
+      if (failure != ncclSuccess) {
+        braid::fail(static_cast<braid::Result>(failure), "%s", text.c_str());
+        t_braid_error_latest = true;
+        *asyncError = failure;
+        return result;
+      }
     }
-  }
-  // A non-blocking communicator has finished initialising: learn what was unknown.
-  if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
-    if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {
-      braid::shim::comm_table().complete_from(comm, query_state(comm, *state));
+    // A non-blocking communicator has finished initialising: learn what was unknown.
+    if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+      if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {
+        braid::shim::comm_table().complete_from(comm, query_state(comm, *state));
+      }
     }
-  }
-  return result;
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  return BRAID_FORWARD(ncclCommCount, comm, count);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommCount, comm, count); });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return BRAID_FORWARD(ncclCommCuDevice, comm, device);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommCuDevice, comm, device); });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return BRAID_FORWARD(ncclCommUserRank, comm, rank);
+  return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommUserRank, comm, rank); });
 }
 
 // ---- reduction operators ----
 
 BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                    ncclScalarResidence_t residence, ncclComm_t comm) {
-  const ncclResult_t result = BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
-  if (braid_enabled() && result == ncclSuccess && op != nullptr && scalar != nullptr &&
-      braid::datatype_valid(static_cast<int>(datatype))) {
-    // braid remakes the operator on its side when it first splits a call that uses it.
-    braid::multipath::PreMulSumSpec spec;
-    spec.type = datatype;
-    spec.residence = residence;
-    if (residence == ncclScalarHostImmediate)
-      std::memcpy(spec.host_value, scalar, braid::datatype_size(static_cast<braid::DataType>(datatype)));
-    else
-      spec.device_pointer = scalar;
-    braid::shim::remember_premulsum(comm, *op, spec);
-  }
-  return result;
+  return guarded(__func__, [&] {
+    const ncclResult_t result = BRAID_FORWARD(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
+    if (braid_enabled() && result == ncclSuccess && op != nullptr) {
+      // Every operator NCCL made is remembered: the argument checks must know which values are live,
+      // whatever type or scalar NCCL accepted; braid remakes on its side only those it can
+      // (pcie_path.h), when it first splits a call that uses one.
+      braid::multipath::PreMulSumSpec spec;
+      spec.type = datatype;
+      spec.residence = residence;
+      if (residence != ncclScalarHostImmediate)
+        spec.device_pointer = scalar;
+      else if (scalar != nullptr && braid::datatype_valid(static_cast<int>(datatype)))
+        std::memcpy(spec.host_value, scalar, braid::datatype_size(static_cast<braid::DataType>(datatype)));
+      braid::shim::remember_premulsum(comm, *op, spec);
+    }
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  if (braid_enabled()) braid::shim::forget_premulsum(comm, op);
-  return BRAID_FORWARD(ncclRedOpDestroy, op, comm);
+  return guarded(__func__, [&] {
+    // Before NCCL frees the value: once freed, another thread's create may get it again.
+    if (braid_enabled()) braid::shim::forget_premulsum(comm, op);
+    return BRAID_FORWARD(ncclRedOpDestroy, op, comm);
+  });
 }
 
 // ---- collectives: the five braid splits, then those that go to NCCL alone ----
 
-using braid::Collective;
-using braid::multipath::SplitCall;
-
 BRAID_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::Reduce, sendbuff, recvbuff, count, datatype, op, root}, stream,
-                          [=] { return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::Broadcast, buff, buff, count, datatype, ncclSum, root}, stream,
-                          [=] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
+  // NCCL's ncclBcast is its ncclBroadcast in place, and checks (and names) itself as Broadcast.
+  return guarded(__func__, [&] {
+    return issue({Operation::Broadcast, buff, buff, count, datatype, ncclSum, root, comm}, stream,
+                 [=] { return BRAID_FORWARD(ncclBcast, buff, count, datatype, root, comm, stream); });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root}, stream,
-      [=] { return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
-  return split_or_forward(comm, SplitCall{Collective::AllReduce, sendbuff, recvbuff, count, datatype, op, 0}, stream,
-                          [=] { return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0}, stream,
-      [=] { return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return split_or_forward(
-      comm, SplitCall{Collective::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0}, stream,
-      [=] { return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::AllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::AlltoAll, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm}, stream,
+                 [=] { return BRAID_FORWARD(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream); });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::Gather, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclGather, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       int root, ncclComm_t comm, cudaStream_t stream) {
-  return operation(true, [&] { return BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::Scatter, sendbuff, recvbuff, count, datatype, ncclSum, root, comm}, stream, [=] {
+      return BRAID_FORWARD(ncclScatter, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return operation(false, [&] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
+  // NCCL records a send's buffer as its receive buffer, and the peer as its root.
+  return guarded(__func__, [&] {
+    return issue({Operation::Send, nullptr, sendbuff, count, datatype, ncclSum, peer, comm}, stream,
+                 [=] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return operation(false, [&] { return BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream); });
+  return guarded(__func__, [&] {
+    return issue({Operation::Recv, nullptr, recvbuff, count, datatype, ncclSum, peer, comm}, stream,
+                 [=] { return BRAID_FORWARD(ncclRecv, recvbuff, count, datatype, peer, comm, stream); });
+  });
 }
 
 // ---- groups: NCCL keeps its own semantics; braid mirrors the per-thread depth ----
 
 BRAID_EXPORT ncclResult_t ncclGroupStart() {
-  const ncclResult_t result = BRAID_FORWARD(ncclGroupStart);
-  if (braid_enabled() && result == ncclSuccess) braid::shim::this_thread_group().on_start();
-  return result;
+  return guarded(__func__, [] {
+    const ncclResult_t result = BRAID_FORWARD(ncclGroupStart);
+    if (braid_enabled() && result == ncclSuccess) braid::shim::this_thread_group().on_start();
+    return result;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclGroupEnd() {
-  const RealNccl& real = real_nccl();
-  const bool reaches_nccl = real.found && real.ncclGroupEnd != nullptr;
-  auto& group = braid::shim::this_thread_group();
-  // The outermost end of a group that held its collectives back: NCCL's group is empty of them.
-  std::vector<braid::shim::HeldCollective> held;
-  if (braid_enabled() && reaches_nccl && group.depth() == 1) held.swap(braid::shim::this_thread_held());
-  const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
-  // NCCL leaves the group whatever the outcome, as long as the call reached it.
-  if (braid_enabled() && reaches_nccl) group.on_end();
-  if (held.empty()) return result;
-  if (result != ncclSuccess) {
-    BRAID_WARN(Shim, "ncclGroupEnd failed (%s); the group's %zu collectives held for splitting were not run",
-               real.ncclGetErrorString ? real.ncclGetErrorString(result) : "?", held.size());
-    return result;
-  }
-  const ncclResult_t split = braid::shim::split_held(std::move(held));
-  t_braid_error_latest = split != ncclSuccess;
-  return split;
+  return guarded(__func__, [] {
+    const RealNccl& real = real_nccl();
+    const bool reaches_nccl = real.found && real.ncclGroupEnd != nullptr;
+    auto& group = braid::shim::this_thread_group();
+    // The outermost end of a group that held its collectives back: NCCL's group is empty of them.
+    std::vector<braid::shim::HeldCollective> held;
+    if (braid_enabled() && reaches_nccl && group.depth() == 1) held.swap(braid::shim::this_thread_held());
+    const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
+    // NCCL leaves the group whatever the outcome, as long as the call reached it.
+    if (braid_enabled() && reaches_nccl) group.on_end();
+    if (held.empty()) return result;
+    if (result != ncclSuccess) {
+      BRAID_WARN(Shim, "ncclGroupEnd failed (%s); the group's %zu collectives held for splitting were not run",
+                 real.ncclGetErrorString ? real.ncclGetErrorString(result) : "?", held.size());
+      return result;
+    }
+    const ncclResult_t split = braid::shim::split_held(std::move(held));
+    t_braid_error_latest = split != ncclSuccess;
+    return split;
+  });
 }
 
 BRAID_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  // NCCL estimates the group it holds: calls braid held back go to it first (the group is then
-  // NCCL's alone).
-  if (braid_enabled()) {
-    const ncclResult_t released = release_held_calls();
-    if (released != ncclSuccess) return released;
-  }
-  return BRAID_FORWARD(ncclGroupSimulateEnd, simInfo);
+  return guarded(__func__, [&] {
+    // NCCL estimates the group it holds: calls braid held back go to it first (the group is then
+    // NCCL's alone).
+    if (braid_enabled()) {
+      const ncclResult_t released = release_held_calls();
+      if (released != ncclSuccess) return released;
+    }
+    return BRAID_FORWARD(ncclGroupSimulateEnd, simInfo);
+  });
 }
 
 }  // extern "C"

@@ -60,6 +60,15 @@ bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool min
   return r == Result::Success && flag == 1;
 }
 
+// An operator braid can remake on its side. NCCL's ncclRedOpCreatePreMulSum accepts any type,
+// any residence (all but host-immediate mean a pointer) and a null scalar pointer; it refuses such
+// operators only where they are used, and braid leaves those calls to it.
+bool remakeable(const multipath::PreMulSumSpec& spec) {
+  return datatype_valid(static_cast<int>(spec.type)) &&
+         (spec.residence == ncclScalarHostImmediate ||
+          (spec.residence == ncclScalarDevice && spec.device_pointer != nullptr));
+}
+
 void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) {
   path.attempted = true;
   const RealNccl& real = real_nccl();
@@ -74,7 +83,8 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) 
                  "collectives go to NCCL alone");
     return;
   }
-  for (const auto& [op, spec] : path.premulsum) made->add_premulsum(op, spec);
+  for (const auto& [op, spec] : path.premulsum)
+    if (remakeable(spec)) made->add_premulsum(op, spec);
   path.orchestrator = std::move(made);
   path.live.store(path.orchestrator.get());
 }
@@ -103,13 +113,71 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 
 namespace {
 
-// The communicator's state when braid could split on it at all; null otherwise.
+// The communicator's state when braid could split on it at all; null otherwise. The shim checked
+// the call's arguments before (arguments.h); the type and size are checked again because braid
+// counts the call's bytes with them.
 std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::SplitCall& call) {
-  if (!multipath::splittable(call.collective)) return std::nullopt;
+  if (!multipath::splittable(call.collective) || !datatype_valid(static_cast<int>(call.type))) return std::nullopt;
   auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking)
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking ||
+      state->revoked || !multipath::message_bytes_fit(call, state->nranks))
     return std::nullopt;
   return state;
+}
+
+// A buffer NCCL's CudaPtrCheck accepts (src/misc/argcheck.cc, 2.28.9) and braid's path can use
+// (api/collectives.cpp): device memory of the communicator's GPU, or managed memory.
+bool usable_buffer(const void* buffer, int device) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, buffer) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (attributes.devicePointer == nullptr) return false;
+  return attributes.type == cudaMemoryTypeManaged ||
+         (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
+}
+
+// NCCL checks a broadcast's send buffer at its root only and a reduce's receive buffer at its
+// root only; braid's path checks every buffer it is given that is not null.
+bool buffers_usable(const multipath::SplitCall& call, const CommState& state) {
+  const bool at_root = state.rank == call.root;
+  const bool send_used = call.collective != Collective::Broadcast || at_root;
+  const bool recv_used = call.collective != Collective::Reduce || at_root;
+  const auto usable = [&](const void* buffer, bool used) {
+    return buffer == nullptr ? !used : usable_buffer(buffer, state.cuda_device);
+  };
+  return usable(call.send, send_used) && usable(call.recv, recv_used);
+}
+
+// taskAppend refuses FP8 reductions below sm90 (NCCL asks the communicator's oldest GPU; braid
+// knows its own, the same on the machines it targets).
+bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+  const bool fp8 = call.type == ncclFloat8e4m3 || call.type == ncclFloat8e5m2;
+  if (!fp8 || !collective_reduces(call.collective)) return true;
+  if (path.compute_major < 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.cuda_device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    path.compute_major = major;
+  }
+  return path.compute_major >= 9;
+}
+
+// What NCCL checks of a call on the GPU or in its state of the communicator, and what braid's
+// path needs of the buffers, asked (with `path` locked) before braid splits a call or holds it to
+// split it later, and before the exchange that makes the path. A call failing it goes to NCCL
+// alone, which refuses it (NCCL_CHECK_POINTERS=1, FP8 below sm90, an asynchronous error of the
+// communicator) or runs it, exactly as without braid.
+bool gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+  const RealNccl& real = real_nccl();
+  ncclResult_t async = ncclSuccess;
+  if (real.ncclCommGetAsyncError == nullptr || real.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
+      async != ncclSuccess)
+    return false;
+  return fp8_reduction_supported(call, state, path) && buffers_usable(call, state);
 }
 
 // The smallest message that makes a communicator's PCIe path: every rank makes it at the same
@@ -125,13 +193,18 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   if (!state) return false;
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
-  if (!path.attempted) {
+  const bool first = !path.attempted;
+  if (first) {
     if (multipath::message_bytes(call, state->nranks) < path_min_bytes()) return false;
-    if (captured(stream)) return false;
-    make_orchestrator(comm, *state, path);
+  } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
+    return false;
   }
   // Asked only of calls that would be split, so small collectives pay no CUDA call here.
-  if (!path.orchestrator || !path.orchestrator->wants(call) || captured(stream)) return false;
+  if (captured(stream) || !gpu_allows_split(comm, call, *state, path)) return false;
+  if (first) {
+    make_orchestrator(comm, *state, path);
+    if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
+  }
   *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
   // A failed argument check changes nothing; any other failure leaves the communicator broken.
   if (*result != ncclSuccess && *result != ncclInvalidArgument && *result != ncclInvalidUsage &&
@@ -153,8 +226,9 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
                        : multipath::message_bytes(call, state->nranks) < path_min_bytes())
       return false;
+    if (captured(stream) || !gpu_allows_split(comm, call, *state, path)) return false;
   }
-  return !captured(stream);
+  return true;
 }
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {
@@ -162,7 +236,7 @@ void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMul
   if (!state || !state->pcie_path) return;
   std::lock_guard lock(state->pcie_path->mutex);
   state->pcie_path->premulsum[op] = spec;
-  if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->add_premulsum(op, spec);
+  if (state->pcie_path->orchestrator && remakeable(spec)) state->pcie_path->orchestrator->add_premulsum(op, spec);
 }
 
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
@@ -171,6 +245,15 @@ void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
   std::lock_guard lock(state->pcie_path->mutex);
   state->pcie_path->premulsum.erase(op);
   if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->remove_premulsum(op);
+}
+
+std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op) {
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path) return std::nullopt;
+  std::lock_guard lock(state->pcie_path->mutex);
+  const auto found = state->pcie_path->premulsum.find(op);
+  if (found == state->pcie_path->premulsum.end()) return std::nullopt;
+  return found->second.type;
 }
 
 void abort_pcie_path(PciePath& path) {

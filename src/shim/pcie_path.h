@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "multipath/orchestrator.h"
@@ -20,12 +21,15 @@ struct PciePath {
   bool attempted = false;
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
+  // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
+  // checks need them all; the orchestrator gets those braid can remake (remakeable()).
   std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
   // The first failure of braid's share on this communicator (ncclCommGetAsyncError reports it).
   // Its own lock: the watchdog thread asks while a collective may hold `mutex` for long.
   std::mutex failure_mutex;
   std::atomic<int> failure{0};
   std::string failure_text;  // under failure_mutex
+  int compute_major = -1;  // the GPU's compute capability, read at the first FP8 reduction split
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
@@ -38,9 +42,13 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 // (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
 bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
 
-// Bookkeeping the orchestrator needs from the rest of the API.
+// Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
+// operator NCCL made, whatever its type and scalar.
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
+// The data type a live PreMulSum operator of the communicator was made for; nullopt when `op` is
+// none (never made, or destroyed) or braid does not know the communicator.
+std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op);
 // Before NCCL aborts the communicator: stops braid's waits on every rank within a second.
 void abort_pcie_path(PciePath& path);
 // Destroys braid's part of a communicator, waiting at most BRAID_ABORT_TIMEOUT: its streams may
