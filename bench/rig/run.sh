@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The one-GPU rig, on the GPU machine: N processes share GPU 0, each posing as its own host to NCCL
+# (bench/rig/one-gpu-rank.sh), launched by MPICH's mpiexec, with and without LD_PRELOAD=libbraid.so.
+# Needs .rig/ (bench/rig/prepare.sh, run on the CPU machine) and gpubundle/ (bench/make_gpubundle.sh)
+# carried. Run from anywhere, in one device call (see bench/rig/README.md):
+#   bash bench/rig/run.sh SUITE [N] [SUITE [N]]...      e.g.  correctness 2 dying 2 hosttime 2 fuzz
+# Suites (a preflight runs first: all_reduce on 2 ranks, plain and through braid, which must name
+# the real NCCL it forwards to; RIG_PREFLIGHT=0 skips it):
+#   correctness N  nccl-tests through braid, 5 collectives, every type and operator at 1K, 64K and 4M,
+#                  every type at 256M (operators: RIG_LARGE_OPS, default sum; "all" for all six);
+#                  plus, once per run, plain NCCL at N=2 up to 4M as the baseline
+#   dying N        bench/rig/dying_rank.cpp, 256 MB: the last rank leaves after 20 all-reduces; time
+#                  to the error and to abort, plain and through braid
+#   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
+#   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
+#   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
+#                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
+# Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
+# last); at the end they are packed into $OUT/rig-logs.tar.gz (the device tool brings back 8 files
+# at most) beside $OUT/summary.txt, bench/rig/summarize.py's verdict, which is also printed.
+# Every command is bounded by `timeout`, and the whole run by RIG_BUDGET seconds (default 540):
+# what no longer fits is skipped and says so. Exit code: summarize.py's (0: no wrong rows, hangs or
+# failures through braid).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+root=$PWD
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+budget=${RIG_BUDGET:-540}
+rig_summary=$OUT/summary.txt
+: > "$rig_summary"
+
+say() { echo "$*" | tee -a "$rig_summary"; }
+
+# Never NVLink multicast: the host's GPUs are shared (KINDS.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN} BRAID_DEBUG=${BRAID_DEBUG:-WARN}
+# MPICH only carries nccl-tests' bootstrap (a few small messages): keep it off the GPU.
+export MPIR_CVAR_ENABLE_GPU=0
+
+# The rig's binaries, packed by prepare.sh (unpacked again when the pack's MANIFEST changed).
+rig=${RIG_DIR:-/tmp/rig}
+if ! cmp -s .rig/MANIFEST "$rig/MANIFEST"; then
+  [[ -f .rig/rig.tar.xz ]] || { echo "no .rig/rig.tar.xz: run bench/rig/prepare.sh here and carry .rig"; exit 2; }
+  rm -rf "$rig" && mkdir -p "$rig"
+  if command -v xz >/dev/null; then
+    tar -C "$rig" -xJf .rig/rig.tar.xz
+  else
+    python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1]); t.extraction_filter = getattr(tarfile, "data_filter", None); t.extractall(sys.argv[2])' .rig/rig.tar.xz "$rig"
+  fi || { echo "cannot unpack .rig/rig.tar.xz"; exit 2; }
+  cp .rig/MANIFEST "$rig/MANIFEST"
+fi
+nt=$rig/nccl-tests-mpi
+export MPI_HOME=$rig/mpich
+export PATH=$MPI_HOME/bin:$PATH
+
+# The system NCCL (as gpu_env.sh finds it, the loader's own first) and braid's bundle. MPICH's
+# libraries come first: an older libfabric in the image breaks MPICH.
+nccl=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
+[[ -n $nccl ]] || nccl=$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | grep -v gpubundle | head -1)
+[[ -n $nccl ]] || { echo "no libnccl.so.2 on this machine"; exit 2; }
+nccl_dir=$(dirname "$nccl")
+export LD_LIBRARY_PATH=$MPI_HOME/lib/mpich:$MPI_HOME/lib:$root/gpubundle/lib:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+braid_so=${RIG_BRAID_SO:-$root/gpubundle/lib/libbraid.so}
+[[ -f $braid_so ]] || say "WARNING: no $braid_so (bench/make_gpubundle.sh, carry gpubundle): braid runs will fail"
+wrap=$root/bench/rig/one-gpu-rank.sh
+# Unbuffered output from the ranks: a log cut by a timeout still shows the row that hung.
+unbuf=(); command -v stdbuf >/dev/null && unbuf=(stdbuf -o0 -e0)
+
+{
+  echo "# bench/rig/run.sh $*"
+  echo "# $(date -u +%FT%TZ) $(hostname) braid $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | sed 's/^/# GPU: /'
+  echo "# real NCCL: $nccl; braid: $braid_so; MPICH: $MPI_HOME; rig: $(head -1 .rig/MANIFEST 2>/dev/null)"
+  echo "# LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  env | grep -E '^(NCCL|BRAID|MPIR)_' | sort | sed 's/^/# /'
+} > "$OUT/environment.txt"
+cat "$OUT/environment.txt"
+
+# Ends what a command left behind: processes our wrapper started (NCCL_HOSTID=one-gpu-rank-*),
+# each by its id, so that the next command has the GPU to itself.
+reap() {
+  local d pid leftover=()
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [[ $pid == "$$" ]] && continue
+    grep -qz '^NCCL_HOSTID=one-gpu-rank-' "$d/environ" 2>/dev/null && leftover+=("$pid")
+  done
+  if ((${#leftover[@]})); then
+    echo "# reaped leftover ranks: ${leftover[*]}" >> "$1"
+    kill -9 "${leftover[@]}" 2>/dev/null
+    sleep 1
+  fi
+}
+
+# run LOG LIMIT CMD...: the command with its output in LOG, bounded by LIMIT seconds and the budget.
+run() {
+  local log=$1 limit=$2; shift 2
+  local left=$((budget - SECONDS))
+  mkdir -p "$(dirname "$log")"
+  if ((left < 30)); then
+    { echo "# command: $*"; echo "# SKIPPED: ${left}s of the run's ${budget}s budget left"; } > "$log"
+    say "SKIPPED (budget)  ${log#"$OUT"/}"
+    return 0
+  fi
+  ((limit > left - 10)) && limit=$((left - 10))
+  {
+    echo "# command: $(printf '%q ' "$@")"
+    echo "# limit: ${limit}s; started $(date -u +%T)"
+  } > "$log"
+  local t0=$SECONDS rc
+  timeout -k 10 "$limit" "$@" < /dev/null >> "$log" 2>&1
+  rc=$?
+  echo "# exit: $rc after $((SECONDS - t0))s$( ((rc == 124 || rc == 137)) && echo " (TIMEOUT: killed at the ${limit}s limit)")" >> "$log"
+  reap "$log"
+  say "$(printf 'rc=%-3s %4ss  %s' "$rc" "$((SECONDS - t0))" "${log#"$OUT"/}")"
+  return 0
+}
+
+# launch HOW N [VAR VALUE]...: the launcher of N ranks, plain NCCL or through braid, in the array L,
+# with VAR=VALUE for the ranks. LD_PRELOAD reaches the ranks only (-genv), not mpiexec's proxies.
+launch() {
+  local how=$1 n=$2
+  shift 2
+  L=(mpiexec -n "$n")
+  [[ $how == braid ]] && L+=(-genv LD_PRELOAD "$braid_so")
+  while (($# >= 2)); do L+=(-genv "$1" "$2"); shift 2; done
+  L+=("$wrap" "${unbuf[@]}")
+}
+
+# nccl-tests, every type and operator, through braid. -w 0: nccl-tests' warm-up walks every size
+# from -b to -e in steps of 2 whatever -f says; each row still starts with an untimed call of its
+# own, then -n 1 timed and one checked call, out of place and in place: 6 calls a row. -T 40: a
+# call that does not complete in 40 s aborts the test (braid's own peer timeout is 30 s).
+# Rows: all_reduce, reduce_scatter and reduce 12 types x 6 operators (sum prod max min avg mulsum),
+# all_gather and broadcast 12 types. The matrix runs at 1K, 64K and 4M (-f 64): 720 rows, split
+# and unsplit sizes (braid sends collectives under 1 MiB to NCCL alone here). 256 MB, where braid's
+# path runs in many slices, has a run of its own with every type and RIG_LARGE_OPS (default sum:
+# 60 rows; "all" makes it the whole 240-row matrix, about 4x the time, for a call of its own).
+colls=(all_reduce reduce_scatter reduce all_gather broadcast)
+common=(-d all -c 1 -n 1 -w 0 -T 40)
+baseline_done=0
+suite_correctness() {
+  local n=$1 c
+  launch braid "$n"
+  for c in "${colls[@]}"; do
+    run "$OUT/correctness/braid_n${n}_${c}.log" 120 "${L[@]}" "$nt/${c}_perf" "${common[@]}" -o all -b 1K -e 4M -f 64
+    run "$OUT/correctness/braid_n${n}_${c}_256M.log" "${RIG_LARGE_LIMIT:-150}" "${L[@]}" "$nt/${c}_perf" \
+      "${common[@]}" -o "${RIG_LARGE_OPS:-sum}" -b 256M -e 256M
+  done
+  # Plain NCCL, the same matrix up to 4 MB on 2 ranks, once per run: the baseline.
+  if ((!baseline_done)); then
+    baseline_done=1
+    launch plain 2
+    for c in "${colls[@]}"; do
+      run "$OUT/correctness/plain_n2_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${common[@]}" -o all -b 1K -e 4M -f 64
+    done
+  fi
+}
+
+# Does the rig work at all, and is braid loaded? all_reduce on 2 ranks, plain and through braid
+# (with braid's SHIM log, which names the real NCCL it forwards to), before the suites.
+suite_preflight() {
+  local how
+  for how in plain braid; do
+    launch "$how" 2 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS SHIM
+    run "$OUT/preflight/${how}_n2.log" 60 "${L[@]}" "$nt/all_reduce_perf" -b 1K -e 1M -f 32 -n 2 -w 1 -c 1
+  done
+  grep -h "NCCL drop-in" "$OUT/preflight/braid_n2.log" | head -1 | tee -a "$rig_summary"
+}
+
+# The last rank leaves after 20 all-reduces of 256 MB. Error timeout 45 s: braid waits up to
+# BRAID_TIMEOUT (30 s) for a peer before it fails the call, so a 30 s detection is measured, not cut.
+suite_dying() {
+  local n=$1 how d
+  for how in plain braid; do
+    d=$(mktemp -d /tmp/rig-dying.XXXXXX)   # a fresh id file: a stale one would misdirect the ranks
+    launch "$how" "$n"
+    run "$OUT/dying/${how}_n${n}.log" 120 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --bytes 256M \
+      --calls 20 --error-timeout "${RIG_ERROR_TIMEOUT:-45}" --abort-timeout 10 --abort-bound 2.0
+    rm -rf "$d"
+  done
+}
+
+suite_fuzz() {
+  if [[ -z ${FUZZ_BIN:-} ]]; then
+    mkdir -p "$OUT/fuzz"
+    echo "# SKIPPED: FUZZ_BIN is not set" > "$OUT/fuzz/skipped.log"
+    say "SKIPPED (FUZZ_BIN unset)  fuzz"
+    return
+  fi
+  # shellcheck disable=SC2206  # a list of arguments, split on purpose
+  local args=(${FUZZ_ARGS:-}) how
+  for how in plain braid; do
+    launch "$how" 2
+    run "$OUT/fuzz/${how}_n2.log" "${RIG_FUZZ_LIMIT:-120}" "${L[@]}" "$FUZZ_BIN" "${args[@]}"
+  done
+}
+
+# Host time per call (-C 1): the enqueue loop of -n calls divided by -n, before waiting for them.
+suite_hosttime() {
+  local n=$1 how
+  for how in plain braid; do
+    launch "$how" "$n"
+    run "$OUT/hosttime/${how}_n${n}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
+      -n 20 -w 2 -c 0
+  done
+}
+
+args=("$@")
+[[ ${#args[@]} -eq 1 && ${args[0]} == all ]] && args=(correctness 2 dying 2 hosttime 2 fuzz correctness 4 dying 4)
+((${#args[@]})) || { echo "usage: bash bench/rig/run.sh SUITE [N] ... (see the header)"; exit 2; }
+[[ ${RIG_PREFLIGHT:-1} == 1 ]] && { say "== preflight"; suite_preflight; }
+i=0
+while ((i < ${#args[@]})); do
+  s=${args[i]}; i=$((i + 1))
+  n=2
+  if [[ $s != fuzz && ${args[i]:-} =~ ^[0-9]+$ ]]; then n=${args[i]}; i=$((i + 1)); fi
+  say "== $s$([[ $s == fuzz ]] || echo " $n") ($((budget - SECONDS))s of the budget left)"
+  case $s in
+    correctness) suite_correctness "$n" ;;
+    dying) suite_dying "$n" ;;
+    fuzz) suite_fuzz ;;
+    hosttime) suite_hosttime "$n" ;;
+    *) say "unknown suite $s" ;;
+  esac
+done
+
+echo
+python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
+rc=${PIPESTATUS[0]}
+if [[ ${RIG_PACK:-1} == 1 ]]; then
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime 2>/dev/null)
+  if [[ -n $dirs ]]; then
+    # shellcheck disable=SC2086  # folder names, no spaces
+    tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)
+  fi
+fi
+exit "$rc"
