@@ -40,6 +40,8 @@ def load(path):
     try:
         with open(path) as f:
             return json.load(f), None
+    except FileNotFoundError:
+        return None, f"{os.path.basename(path)}: no result written (the run failed or timed out)"
     except (OSError, ValueError) as e:
         return None, f"{path}: {e.__class__.__name__}: {e}"
 
@@ -103,7 +105,7 @@ def compare(paths, rtol=None, atol=None, label=""):
         side = "A" if i % 2 == 0 else "B"
         data, err = load(path)
         if err:
-            problems.append(f"run {side}{i // 2 + 1} failed or missing: {err}")
+            problems.append(f"run {side}{i // 2 + 1} {err}")
         runs.append((side, path, data))
     good = [(s, p, d) for s, p, d in runs if d is not None]
     a_runs = [(p, d) for s, p, d in good if s == "A"]

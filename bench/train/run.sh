@@ -16,7 +16,8 @@
 #   CASES      default "ddp-comm-b25 ddp-comm-b256 fsdp ddp-compute"
 #   STEPS, WARMUP   train.py --steps/--warmup (default: the scale's preset)
 #   BRAID_LIB  the drop-in (default gpubundle/lib/libbraid.so)
-#   TIMEOUT    seconds per run (default 150 at rig scale, 300 at full)
+#   TIMEOUT    seconds per run (default 90 at rig scale, 240 at full; a run takes ~10-20 s). After
+#              a run times out (a hang), the case's later runs of that variant are skipped
 #   PYTHON     default python3
 #   BRAID_DEBUG     braid runs' log level (default WARN), to $OUT/train/braid.<run>.<pid>.log
 # Output under $OUT/train/ ($OUT from bench/gpu_env.sh, default /tmp/out): <case>.<plain|braid>.<rep>
@@ -45,7 +46,7 @@ fi
 [ "${RANKS:-0}" -ge 1 ] 2>/dev/null || { echo "RANKS=${RANKS:-} (no GPU found?): set RANKS" >&2; exit 2; }
 REPS=${REPS:-2}
 CASES=${CASES:-ddp-comm-b25 ddp-comm-b256 fsdp ddp-compute}
-if [ "$SCALE" = rig ]; then TIMEOUT=${TIMEOUT:-150}; else TIMEOUT=${TIMEOUT:-300}; fi
+if [ "$SCALE" = rig ]; then TIMEOUT=${TIMEOUT:-90}; else TIMEOUT=${TIMEOUT:-240}; fi
 BRAID_LIB=$(realpath -m "${BRAID_LIB:-$G/lib/libbraid.so}")
 [ -f "$BRAID_LIB" ] || echo "warning: BRAID_LIB=$BRAID_LIB does not exist: the braid runs will fail" >&2
 
@@ -91,9 +92,10 @@ run_one() {
     timeout -k 15 "$TIMEOUT" "${launch[@]}" "$@" --out "$json" >"$log" 2>&1
   fi
   rc=$?
+  last_rc=$rc
   local med="-"
   [ -f "$json" ] && med=$("$PY" -c "import json,sys; print('%.2f ms' % (1e3 * json.load(open(sys.argv[1]))['median_step_time_s']))" "$json" 2>/dev/null)
-  echo "run $name: rc=$rc$([ $rc = 124 ] && echo ' (timed out)') median step ${med:-?} ($((SECONDS - t0)) s)"
+  echo "run $name: rc=$rc$(case $rc in 124|137) echo ' (timed out)';; esac) median step ${med:-?} ($((SECONDS - t0)) s)"
   if [ $rc != 0 ]; then
     failed_runs=$((failed_runs + 1))
     grep -v '^\s*$' "$log" | grep -iE 'error|exception|abort|timed out|fail' | head -5 | sed 's/^/    /'
@@ -107,10 +109,19 @@ for c in $CASES; do
   read -r -a args <<<"$(case_args "$c")"
   echo "## $c: ${args[*]} ${extra[*]}"
   files=()
+  hung_plain="" hung_braid=""
   for rep in $(seq 1 "$REPS"); do
     for variant in plain braid; do
-      run_one "$c.$variant.$rep" "$variant" "${args[@]}" --scale "$SCALE" "${extra[@]}"
       files+=("$T/$c.$variant.$rep.json")
+      hung=hung_$variant
+      if [ -n "${!hung}" ]; then
+        rm -f "$T/$c.$variant.$rep.json"
+        echo "run $c.$variant.$rep: skipped (${!hung} timed out)"
+        failed_runs=$((failed_runs + 1))
+        continue
+      fi
+      run_one "$c.$variant.$rep" "$variant" "${args[@]}" --scale "$SCALE" "${extra[@]}"
+      case $last_rc in 124|137) printf -v "$hung" '%s' "$c.$variant.$rep" ;; esac
     done
   done
   "$PY" "$here/compare.py" --label "$c" --json "$T/compare.$c.json" "${files[@]}" >"$T/compare.$c.txt" 2>&1
