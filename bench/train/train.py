@@ -464,7 +464,8 @@ def main(argv=None):
             os.replace(tmp, args.out)
             print(f"wrote {args.out}", flush=True)
 
-    dist.barrier()  # every rank leaves together (rank 0 was still writing)
+    # Every rank leaves together (rank 0 was still writing).
+    dist.barrier(device_ids=[local_rank]) if cuda else dist.barrier()
     dist.destroy_process_group()
 
 
