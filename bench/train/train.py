@@ -54,8 +54,9 @@ PRESETS = {
         # 4096 wide, 4 blocks: ~71 M parameters, ~272 MiB of fp32 gradients, for batch 64.
         "ddp-comm": {"batch": 64, "width": 4096, "depth": 4, "in_dim": 1024, "classes": 16,
                      "lr": 0.002},
-        # d_model 1024, 6 blocks, 16 heads, vocab 8192, sequence 256: ~93 M parameters (353 MiB).
-        "fsdp": {"batch": 8, "width": 1024, "depth": 6, "heads": 16, "vocab": 8192, "seq": 256,
+        # d_model 1024, 6 blocks, 16 heads, vocab 8192: ~93 M parameters (353 MiB), each block's
+        # all-gather ~48 MiB. 4 x 128 tokens per rank keep the compute near the communication.
+        "fsdp": {"batch": 4, "width": 1024, "depth": 6, "heads": 16, "vocab": 8192, "seq": 128,
                  "lr": 3e-4},
         # channels 64-128-256, 2 blocks per stage, 32x32 images: ~3.5 M parameters, batch 128.
         "ddp-compute": {"batch": 128, "width": 64, "depth": 2, "image": 32, "classes": 16,
