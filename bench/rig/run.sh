@@ -193,7 +193,10 @@ suite_fuzz() {
   local args=(${FUZZ_ARGS:-}) how
   for how in plain braid; do
     launch "$how" 2
-    run "$OUT/fuzz/${how}_n2.log" "${RIG_FUZZ_LIMIT:-120}" "${L[@]}" "$FUZZ_BIN" "${args[@]}"
+    # The fuzz's ranks meet through a file (its own bootstrap, no MPI): a fresh one per run.
+    local id_file=/tmp/braid-fuzz-id.$how.$$
+    rm -f "$id_file"
+    run "$OUT/fuzz/${how}_n2.log" "${RIG_FUZZ_LIMIT:-120}" env BRAID_FUZZ_ID_FILE="$id_file" "${L[@]}" "$FUZZ_BIN" "${args[@]}"
   done
 }
 

@@ -166,7 +166,11 @@ bool Orchestrator::wants(const SplitCall& call) const {
   // After a failure of braid's share, calls still come here and fail (never a silent fallback).
   if (!splittable(call.collective)) return false;
   if (!datatype_valid(static_cast<int>(call.type))) return false;
-  if (call.op >= ncclNumOps && collective_reduces(call.collective) && premulsum_.count(call.op) == 0) return false;
+  if (call.op >= ncclNumOps && collective_reduces(call.collective)) {
+    // An operator this braid cannot remake, or one made for another type: NCCL alone answers.
+    const auto spec = premulsum_.find(call.op);
+    if (spec == premulsum_.end() || spec->second.type != call.type) return false;
+  }
   const size_t bytes = message_bytes(call, nranks_);
   if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
     return true;

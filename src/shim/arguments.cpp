@@ -2,6 +2,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 #include "shim/comm_table.h"
 #include "shim/pcie_path.h"
@@ -58,6 +59,13 @@ std::optional<ArgumentError> args_refusal(const CallArguments& call, int nranks)
   // taskAppend drops an empty collective before it looks at the operator's type; a send/recv's
   // operator is always ncclSum.
   if (point_to_point(call.operation) || call.count == 0) return std::nullopt;
+  // With NCCL_CHECK_POINTERS=1, NCCL checks the buffers (on the GPU's side) before this: NCCL
+  // answers, and braid never splits such a call (Orchestrator::wants).
+  static const bool nccl_checks_pointers = [] {
+    const char* v = std::getenv("NCCL_CHECK_POINTERS");
+    return v != nullptr && std::atoi(v) == 1;
+  }();
+  if (*made_for != call.datatype && nccl_checks_pointers) return std::nullopt;
   if (*made_for != call.datatype)
     return error(ncclInvalidArgument,
                  "Data type supplied to user-created ncclRedOp_t does not match type given to reduction operation");

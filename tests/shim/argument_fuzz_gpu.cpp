@@ -286,7 +286,12 @@ struct Entries {
 const Entries kExports{&ncclAllReduce, &ncclReduce,  &ncclBroadcast, &ncclBcast,     &ncclAllGather,
                        &ncclReduceScatter, &ncclAlltoAll, &ncclGather, &ncclScatter, &ncclSend,
                        &ncclRecv,      &ncclGroupStart, &ncclGroupEnd, &ncclGetLastError};
-const Entries kRealNccl{&pncclAllReduce, &pncclReduce,  &pncclBroadcast, &pncclBcast,     &pncclAllGather,
+// NCCL's pncclBcast calls the exported ncclBroadcast, which LD_PRELOAD resolves to braid's: the
+// reference would then not be NCCL alone. ncclBcast is NCCL's in-place Broadcast, so that is used.
+ncclResult_t real_bcast(void* buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t stream) {
+  return pncclBroadcast(buff, buff, count, type, root, comm, stream);
+}
+const Entries kRealNccl{&pncclAllReduce, &pncclReduce,  &pncclBroadcast, &real_bcast,     &pncclAllGather,
                         &pncclReduceScatter, &pncclAlltoAll, &pncclGather, &pncclScatter, &pncclSend,
                         &pncclRecv,      &pncclGroupStart, &pncclGroupEnd, &pncclGetLastError};
 
