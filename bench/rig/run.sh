@@ -13,6 +13,8 @@
 #                  to the error and to abort, plain and through braid
 #   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
 #   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
+#   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
+#                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 1K to 64M
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -158,6 +160,24 @@ suite_correctness() {
   fi
 }
 
+# nccl-tests' launch modes that run with one process per rank, through braid, float sum with its
+# check, split and unsplit sizes (1K to 64M): CUDA graphs (-G), misaligned buffers (-u), buffer
+# registration (-R), the default stream (-y), blocking calls (-z), several operations in one group
+# (-m), and the collectives braid passes to NCCL (alltoall, sendrecv, gather, scatter, hypercube).
+suite_modes() {
+  local n=$1 c m
+  launch braid "$n"
+  for m in "-G 1" "-u 1" "-R 1" "-y 1" "-z 1" "-m 8"; do
+    for c in all_reduce all_gather reduce_scatter; do
+      # shellcheck disable=SC2086  # a flag and its value, split on purpose
+      run "$OUT/modes/braid_n${n}_${c}_${m// /}.log" 60 "${L[@]}" "$nt/${c}_perf" -b 1K -e 64M -f 16 -n 2 -w 1 -c 1 -T 40 $m
+    done
+  done
+  for c in alltoall sendrecv gather scatter hypercube; do
+    run "$OUT/modes/braid_n${n}_${c}.log" 60 "${L[@]}" "$nt/${c}_perf" -b 1K -e 64M -f 16 -n 2 -w 1 -c 1 -T 40
+  done
+}
+
 # Does the rig work at all, and is braid loaded? all_reduce on 2 ranks, plain and through braid
 # (with braid's SHIM log, which names the real NCCL it forwards to), before the suites.
 suite_preflight() {
@@ -225,6 +245,7 @@ while ((i < ${#args[@]})); do
     dying) suite_dying "$n" ;;
     fuzz) suite_fuzz ;;
     hosttime) suite_hosttime "$n" ;;
+    modes) suite_modes "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -233,7 +254,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)
