@@ -18,9 +18,9 @@ namespace braid::route {
 
 struct RouterOptions {
   PathOptions paths;
-  int rounds = 64;               // demand slices per flow: each flow is routed in 1/rounds pieces
+  int rounds = 32;               // demand slices per flow: each flow is routed in 1/rounds pieces
   double alpha = 12.0;           // steepness of the exponential link cost
-  int refine_rounds = 32;        // rounds moving shrinking steps from costly to cheap paths
+  int refine_rounds = 24;        // rounds moving shrinking steps from costly to cheap paths
   double refine_alpha = 48.0;    // steepness of the cost while refining
   double direct_threshold = 0;   // flows below this many bytes go on their first (direct) path
   double hysteresis = 0.05;      // keep the previous routing unless the new one is this much better
