@@ -132,6 +132,29 @@ TEST(Router, HysteresisKeepsPreviousUnlessMuchBetter) {
   EXPECT_TRUE(out.kept_previous);  // same traffic: not strictly better
 }
 
+// After the first solve sized it, `out` is reused in place (solve allocates nothing).
+TEST(Router, ReusesOutputStorage) {
+  Router r;
+  RouterOptions opt;
+  opt.hysteresis = -1;  // always take the new routing
+  ASSERT_EQ(r.init(mesh(4), opt), Result::Success);
+  Routing out;
+  ASSERT_EQ(r.solve(testing::uniform(4, 1e6), &out), Result::Success);
+  const double* data = out.fraction.data();
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    ASSERT_EQ(r.solve(testing::random_matrix(4, seed), &out), Result::Success);
+    EXPECT_FALSE(out.kept_previous);
+    EXPECT_EQ(out.fraction.data(), data);
+    for (int s = 0; s < 4; ++s)
+      for (int d = 0; d < 4; ++d) {
+        if (s == d) continue;
+        double sum = 0;
+        for (int p = 0; p < r.path_count(s, d); ++p) sum += out.fraction[size_t(r.path_offset(s, d) + p)];
+        EXPECT_NEAR(sum, 1.0, 1e-12);
+      }
+  }
+}
+
 TEST(Router, RejectsWrongSize) {
   Router r;
   ASSERT_EQ(r.init(mesh(4)), Result::Success);
