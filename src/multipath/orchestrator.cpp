@@ -423,13 +423,8 @@ Result Orchestrator::apply_settled(uint64_t call) {
   return Result::Success;
 }
 
-Result Orchestrator::drain() {
-  {
-    std::unique_lock lock(settled_mutex_);
-    settled_cv_.wait(lock, [&] { return settled_.count(calls_) > 0 || applied_ >= calls_ || failed_.load() != 0; });
-  }
-  return apply_settled(calls_);
-}
+// apply_settled waits for each call's record in turn: nothing to wait for first.
+Result Orchestrator::drain() { return apply_settled(calls_); }
 
 Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   std::string text;
@@ -540,26 +535,24 @@ void Orchestrator::progress_loop() {
 void Orchestrator::process(Job& job) {
   BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
               job.timed ? "timed" : "NVLink path alone");
-  {
-    Settled settled;
-    Result r = static_cast<Result>(failed_.load());
-    if (r == Result::Success) r = run_job(job, &settled);
-    if (r != Result::Success) {
-      // Callers' streams wait for this call: release them; the failure reaches the application
-      // through later calls and ncclCommGetAsyncError.
-      record_failure(r);
-      if (job.timed) release_stream();
-      BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
-                 "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
-    } else {
-      {
-        std::lock_guard lock(settled_mutex_);
-        settled_.emplace(job.record.call, std::move(settled));
-      }
-      settled_cv_.notify_all();
+  Settled settled;
+  Result r = static_cast<Result>(failed_.load());
+  if (r == Result::Success) r = run_job(job, &settled);
+  if (r != Result::Success) {
+    // Callers' streams wait for this call: release them; the failure reaches the application
+    // through later calls and ncclCommGetAsyncError.
+    record_failure(r);
+    if (job.timed) release_stream();
+    BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
+               "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
+  } else {
+    {
+      std::lock_guard lock(settled_mutex_);
+      settled_.emplace(job.record.call, std::move(settled));
     }
-    if (job.timed) give_back_events(job.events);
+    settled_cv_.notify_all();
   }
+  if (job.timed) give_back_events(job.events);
 }
 
 // After a failure every later split call fails too, so the word goes past any call number; the

@@ -154,6 +154,17 @@ std::shared_ptr<braid::shim::PciePath> detach(ncclComm_t comm, bool abort) {
   return std::move(state->pcie_path);
 }
 
+// ncclCommDestroy and ncclCommAbort: braid's state goes after NCCL's, since NCCL's abort ends its
+// kernels, which braid's streams may be queued behind; braid's own shutdown is then bounded
+// (BRAID_ABORT_TIMEOUT).
+template <typename ToNccl>
+ncclResult_t close_comm(ncclComm_t comm, bool abort, const char* api, ToNccl to_nccl) {
+  auto braid_part = detach(comm, abort);
+  const ncclResult_t result = to_nccl();
+  braid::shim::release_bounded(std::move(braid_part), api);
+  return result;
+}
+
 // A group that gets an operation braid does not hold back goes to NCCL alone: the calls held so
 // far go to NCCL first, inside the group and in their order (group_split.h).
 ncclResult_t release_held_calls() {
@@ -386,23 +397,15 @@ BRAID_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   return guarded(__func__, [&] { return BRAID_FORWARD(ncclCommFinalize, comm); });
 }
 
-// braid's state goes after NCCL's: NCCL's abort ends its kernels, which braid's streams may be
-// queued behind; braid's own shutdown is then bounded (BRAID_ABORT_TIMEOUT).
 BRAID_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return guarded(__func__, [&] {
-    auto braid_part = detach(comm, false);
-    const ncclResult_t result = BRAID_FORWARD(ncclCommDestroy, comm);
-    braid::shim::release_bounded(std::move(braid_part), "ncclCommDestroy");
-    return result;
+    return close_comm(comm, false, "ncclCommDestroy", [&] { return BRAID_FORWARD(ncclCommDestroy, comm); });
   });
 }
 
 BRAID_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return guarded(__func__, [&] {
-    auto braid_part = detach(comm, true);
-    const ncclResult_t result = BRAID_FORWARD(ncclCommAbort, comm);
-    braid::shim::release_bounded(std::move(braid_part), "ncclCommAbort");
-    return result;
+    return close_comm(comm, true, "ncclCommAbort", [&] { return BRAID_FORWARD(ncclCommAbort, comm); });
   });
 }
 
@@ -420,8 +423,8 @@ BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   return guarded(__func__, [&] {
     const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
-    // NCCL's own error first; else braid's share's, which NCCL cannot know of.
     if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+      // NCCL's own error first; else braid's share's, which NCCL cannot know of.
       std::string text;
       const ncclResult_t failure = braid::shim::pcie_path_failure(comm, &text);
       if (failure != ncclSuccess) {
@@ -430,9 +433,7 @@ BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* a
         *asyncError = failure;
         return result;
       }
-    }
-    // A non-blocking communicator has finished initialising: learn what was unknown.
-    if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
+      // A non-blocking communicator has finished initialising: learn what was unknown.
       if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {
         braid::shim::comm_table().complete_from(comm, query_state(comm, *state));
       }
