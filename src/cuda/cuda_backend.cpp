@@ -77,7 +77,10 @@ CudaBackend::CudaBackend(int device) : device_(device) {
       return;
     queue_done_.push_back(e);
   }
-  init_error_ = check(cudaEventCreateWithFlags(&user_ready_, cudaEventDisableTiming), "cudaEventCreate");
+  if ((init_error_ = check(cudaEventCreateWithFlags(&user_ready_, cudaEventDisableTiming), "cudaEventCreate")) !=
+      Result::Success)
+    return;
+  init_error_ = check(cuda::load_reduce_kernels(), "loading braid's reduction kernels");
   BRAID_INFO(Device, "CUDA backend on GPU %d with %d streams", device, num_queues());
 }
 

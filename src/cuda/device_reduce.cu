@@ -97,4 +97,19 @@ cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaSt
   });
 }
 
+cudaError_t load_reduce_kernels() {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const cudaError_t e = dispatch(static_cast<DataType>(t), [](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      cudaFuncAttributes a;
+      cudaError_t r = cudaFuncGetAttributes(&a, accumulate_kernel<T>);
+      if (r == cudaSuccess) r = cudaFuncGetAttributes(&a, scale_kernel<T>);
+      if (r == cudaSuccess) r = cudaFuncGetAttributes(&a, divide_kernel<T>);
+      return r;
+    });
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace braid::cuda

@@ -33,4 +33,10 @@ cudaError_t scale(DataType type, void* dst, const void* src, size_t n, const Dev
 cudaError_t divide(DataType type, void* data, size_t n, uint64_t divisor, cudaStream_t stream,
                    unsigned max_blocks = kDefaultReduceBlocks);
 
+// Loads every kernel above on the current device now. Under CUDA's lazy loading (the default) a
+// kernel's first launch loads its module, which can wait for the kernels already running: when
+// those are NCCL's, spinning for a peer whose progress needs this launch, that wait never ends.
+// NCCL loads its own kernels when a communicator is made, and so does braid.
+cudaError_t load_reduce_kernels();
+
 }  // namespace braid::cuda

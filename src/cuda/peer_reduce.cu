@@ -138,4 +138,16 @@ cudaError_t reduce_to_all(DataType type, RedOp op, const PeerOperands& operands,
   });
 }
 
+cudaError_t load_peer_reduce_kernels() {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const cudaError_t e = dispatch(static_cast<DataType>(t), [](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      cudaFuncAttributes a;
+      return cudaFuncGetAttributes(&a, reduce_to_all_kernel<T>);
+    });
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace braid::cuda

@@ -34,4 +34,8 @@ cudaError_t reduce_to_all(DataType type, RedOp op, const PeerOperands& operands,
 // latency from every SM.
 inline constexpr unsigned kPeerReduceBlocks = 264, kPeerReduceThreads = 512;
 
+// Loads the kernel above for every type now (see load_reduce_kernels in device_reduce.h: a lazy
+// load at first launch can wait for NCCL's running kernels for ever).
+cudaError_t load_peer_reduce_kernels();
+
 }  // namespace braid::cuda

@@ -133,6 +133,7 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
     if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
     else BRAID_TRY(cuda(e, "cudaDeviceEnablePeerAccess"));
   }
+  BRAID_TRY(cuda(cuda::load_peer_reduce_kernels(), "loading braid's NVLink reduction kernels"));
   for (cudaStream_t* s : {&copy_in_, &copy_out_})
     BRAID_TRY(cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate"));
