@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <string>
 
@@ -18,6 +19,15 @@
 namespace braid::multipath {
 
 namespace {
+
+// How long the progress thread spins for the next job before it sleeps.
+constexpr int kProgressSpinMicroseconds = 200;
+
+// Which split calls of a kind (collective, type, size bucket) are timed: the first few, then one
+// in kMeasureEvery. A timing event costs the calling thread about 1 us more than a plain one
+// (bench/host_cost_probe.cu), two of them a call; the balancer needs their times, not every call's.
+constexpr uint64_t kMeasureFirst = 8;
+constexpr uint64_t kMeasureEvery = 4;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
@@ -53,9 +63,7 @@ Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::u
   int previous = 0;
   BRAID_TRY(o->cuda(cudaGetDevice(&previous), "cudaGetDevice"));
   BRAID_TRY(o->cuda(cudaSetDevice(o->device_), "cudaSetDevice"));
-  Result r = o->cuda(cudaStreamCreateWithFlags(&o->nccl_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  if (r == Result::Success)
-    r = o->cuda(cudaStreamCreateWithFlags(&o->pcie_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  Result r = o->cuda(cudaStreamCreateWithFlags(&o->pcie_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   void* done = nullptr;
   if (r == Result::Success)
     r = o->cuda(cudaHostAlloc(&done, sizeof(std::atomic<uint64_t>), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -143,17 +151,24 @@ Orchestrator::~Orchestrator() {
     jobs_cv_.notify_all();
     progress_.join();
   }
+  // What the progress thread settled goes into the table (and the trace) in call order; calls
+  // it could not settle are dropped: settling meets the other ranks, which may be gone already.
+  for (;;) {
+    std::unique_lock lock(settled_mutex_);
+    if (settled_.count(applied_ + 1) == 0) break;
+    lock.unlock();
+    if (apply_settled(applied_ + 1) != Result::Success) break;
+  }
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
-    // Unsettled calls are dropped: settling meets the other ranks, which may be gone already.
     if (rank_ == 0 && table_ && !settings().tuning_cache.empty())
       balance::save_tuning_cache(*table_, settings().tuning_cache);
   }
-  if (nccl_stream_ != nullptr) cudaStreamSynchronize(nccl_stream_), cudaStreamDestroy(nccl_stream_);
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
   if (scratch_ != nullptr) cudaFree(scratch_);
   for (const CallEvents& e : all_events_) {
     cudaEventDestroy(e.fork);
+    cudaEventDestroy(e.fork_untimed);
     cudaEventDestroy(e.nccl_end);
     cudaEventDestroy(e.pcie_end);
   }
@@ -196,17 +211,16 @@ void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
 // point-to-point sends (AllGather) and one Reduce per block (ReduceScatter) land them in place
 // with no extra device copy. BRAID_SPLIT_NCCL_SHARE=copy runs NCCL's own AllGather/ReduceScatter
 // on a packed scratch buffer instead, with a device copy per block out (or in).
-Result Orchestrator::nccl_share(const SplitCall& call, size_t elements) {
+Result Orchestrator::nccl_share(const SplitCall& call, size_t elements, cudaStream_t s) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t block = call.count * esize;
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
-  cudaStream_t s = nccl_stream_;
   bool carried = false;
   BRAID_TRY(peer_share(call, elements, s, &carried));
   if (carried) return Result::Success;
   if (copy_based_ && (call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter))
-    return nccl_share_copied(call, elements);
+    return nccl_share_copied(call, elements, s);
   switch (call.collective) {
     case Collective::AllReduce:
     case Collective::Broadcast:
@@ -266,7 +280,7 @@ Result Orchestrator::peer_share(const SplitCall& call, size_t elements, cudaStre
 // The copy-based NCCL share of AllGather and ReduceScatter: the heads of the blocks (`elements`
 // each) packed in scratch, NCCL's own collective on them, and a strided copy between scratch and
 // the caller's blocks.
-Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements) {
+Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements, cudaStream_t s) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t head = elements * esize, block = call.count * esize;
   const size_t packed = head * static_cast<size_t>(nranks_);
@@ -278,7 +292,6 @@ Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements) {
     BRAID_TRY(cuda(cudaMalloc(&scratch_, packed), "cudaMalloc (NCCL share scratch)"));
     scratch_bytes_ = packed;
   }
-  cudaStream_t s = nccl_stream_;
   const auto n = static_cast<size_t>(nranks_);
   // One copy per block (a handful): a 2D copy's pitch is limited, a block may be gigabytes.
   auto* scratch = static_cast<unsigned char*>(scratch_);
@@ -373,6 +386,8 @@ Result Orchestrator::take_events(CallEvents* out) {
   // Timing only: no blocking sync, no cross-process use.
   CallEvents e;
   Result r = cuda(cudaEventCreate(&e.fork), "cudaEventCreate");
+  if (r == Result::Success)
+    r = cuda(cudaEventCreateWithFlags(&e.fork_untimed, cudaEventDisableTiming), "cudaEventCreate");
   if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
   if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
   std::lock_guard lock(events_mutex_);
@@ -387,11 +402,35 @@ void Orchestrator::give_back_events(const CallEvents& events) {
 }
 
 void Orchestrator::enqueue(Job job) {
+  bool sleeping = false;
   {
     std::lock_guard lock(jobs_mutex_);
     jobs_.push_back(std::move(job));
+    sleeping = progress_sleeping_;
   }
-  jobs_cv_.notify_one();
+  queued_.fetch_add(1, std::memory_order_release);
+  // A wake-up is a system call (microseconds): only when the progress thread went to sleep.
+  if (sleeping) jobs_cv_.notify_one();
+}
+
+// A call NCCL alone carried is settled at once, by the calling thread: its record meets no other
+// rank (only calls with a PCIe share exchange times), so the progress thread is not woken for it.
+void Orchestrator::settle_nccl_only(const Job& job) {
+  Settled settled;
+  nccl_only_times(job, &settled);
+  {
+    std::lock_guard lock(settled_mutex_);
+    settled_.emplace(job.record.call, std::move(settled));
+  }
+  settled_cv_.notify_all();
+}
+
+void Orchestrator::nccl_only_times(const Job& job, Settled* settled) const {
+  settled->record = job.record;
+  settled->used = job.used;
+  // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
+  settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
+  for (int q = 0; q < nranks_; ++q) settled->seconds[2 * q] = 1.0;
 }
 
 Result Orchestrator::apply_settled(uint64_t call) {
@@ -410,7 +449,7 @@ Result Orchestrator::apply_settled(uint64_t call) {
     ++applied_;
     SplitRecord& r = s.record;
     const DataType type = static_cast<DataType>(r.what.type);
-    BRAID_TRY(table_->update_used(r.what.collective, type, r.bytes, s.used, s.seconds, nranks_));
+    if (s.observed) BRAID_TRY(table_->update_used(r.what.collective, type, r.bytes, s.used, s.seconds, nranks_));
     r.next_pcie_share = table_->shares_for(r.what.collective, type, r.bytes).fraction(1);
     BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
                std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
@@ -435,9 +474,12 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   cudaGetDevice(&caller_device);
   struct RestoreDevice {
     int device;
-    ~RestoreDevice() { cudaSetDevice(device); }
-  } restore{caller_device};
-  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+    bool switched;
+    ~RestoreDevice() {
+      if (switched) cudaSetDevice(device);
+    }
+  } restore{caller_device, caller_device != device_};
+  if (restore.switched) BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
 
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
@@ -471,19 +513,22 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     if (!carried) BRAID_TRY(nccl_whole(call, stream));
     job.record.nvlink_copy = carried;
     calls_ = call_number;
-    if (async_) enqueue(std::move(job));
-    else process(job);
+    settle_nccl_only(job);
     return Result::Success;
   }
-  job.timed = true;
+  job.pcie = true;
+  // Every rank counts the same calls of each kind, so every rank times the same calls.
+  const uint64_t nth = split_calls_[SplitKind{call.collective, type, balance::size_bucket(bytes)}]++;
+  job.measured = nth < kMeasureFirst || nth % kMeasureEvery == 0;
   BRAID_TRY(resolve_op(call, &job));
   BRAID_TRY(take_events(&job.events));
   const CallEvents& e = job.events;
-  Result r = cuda(cudaEventRecord(e.fork, stream), "cudaEventRecord (fork)");
-  if (r == Result::Success) r = cuda(cudaStreamWaitEvent(nccl_stream_, e.fork, 0), "cudaStreamWaitEvent");
+  // The fork (braid's share waits for it) and NCCL's share right after it on the caller's stream:
+  // both shares run at once, and the calling thread queues as little as it can.
+  Result r = cuda(cudaEventRecord(job.fork(), stream), "cudaEventRecord (fork)");
   last_share_copied_ = false;
-  if (r == Result::Success && nccl_elements > 0) r = nccl_share(call, nccl_elements);
-  if (r == Result::Success) r = cuda(cudaEventRecord(e.nccl_end, nccl_stream_), "cudaEventRecord");
+  if (r == Result::Success && nccl_elements > 0) r = nccl_share(call, nccl_elements, stream);
+  if (r == Result::Success && job.measured) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   if (r != Result::Success) {
     give_back_events(job.events);
     return r;
@@ -495,19 +540,15 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     const CallEvents events = e;
     process(job);
     if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
-    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, events.nccl_end, 0), "cudaStreamWaitEvent (join)"));
     return cuda(cudaStreamWaitEvent(stream, events.pcie_end, 0), "cudaStreamWaitEvent (join)");
   }
   enqueue(std::move(job));
   BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
-  // The join: NCCL's share by its event, braid's by the completion word its progress raises.
-  r = cuda(cudaStreamWaitEvent(stream, e.nccl_end, 0), "cudaStreamWaitEvent (join)");
-  if (r == Result::Success) {
-    const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_,
-                                                          call_number, CU_STREAM_WAIT_VALUE_GEQ);
-    if (w != CUDA_SUCCESS)
-      r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
-  }
+  // The join: braid's share by the completion word its progress raises (NCCL's is on the stream).
+  const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
+                                                        CU_STREAM_WAIT_VALUE_GEQ);
+  if (w != CUDA_SUCCESS)
+    r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
   if (r != Result::Success) {
     record_failure(r);
     abort();
@@ -519,22 +560,32 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
 
 void Orchestrator::progress_loop() {
   cudaSetDevice(device_);
+  uint64_t taken = 0;
   for (;;) {
+    // Between calls of a burst (a backward pass) the thread spins briefly, so that queueing a job
+    // costs the caller no wake-up; idle longer, it sleeps.
+    const auto idle_since = std::chrono::steady_clock::now();
+    while (queued_.load(std::memory_order_acquire) == taken &&
+           std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(kProgressSpinMicroseconds))
+      std::this_thread::yield();
     Job job;
     {
       std::unique_lock lock(jobs_mutex_);
+      progress_sleeping_ = true;
       jobs_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      progress_sleeping_ = false;
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
+    ++taken;
     process(job);
   }
 }
 
 void Orchestrator::process(Job& job) {
   BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
-              job.timed ? "timed" : "NVLink path alone");
+              !job.pcie ? "NVLink path alone" : job.measured ? "both paths, timed" : "both paths");
   Settled settled;
   Result r = static_cast<Result>(failed_.load());
   if (r == Result::Success) r = run_job(job, &settled);
@@ -542,7 +593,7 @@ void Orchestrator::process(Job& job) {
     // Callers' streams wait for this call: release them; the failure reaches the application
     // through later calls and ncclCommGetAsyncError.
     record_failure(r);
-    if (job.timed) release_stream();
+    if (job.pcie) release_stream();
     BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
                "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
   } else {
@@ -552,7 +603,7 @@ void Orchestrator::process(Job& job) {
     }
     settled_cv_.notify_all();
   }
-  if (job.timed) give_back_events(job.events);
+  if (job.pcie) give_back_events(job.events);
 }
 
 // After a failure every later split call fails too, so the word goes past any call number; the
@@ -568,14 +619,13 @@ void Orchestrator::release_stream() {
 }
 
 Result Orchestrator::run_job(Job& job, Settled* settled) {
+  if (!job.pcie) {
+    nccl_only_times(job, settled);
+    return Result::Success;
+  }
   settled->record = job.record;
   settled->used = job.used;
   settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
-  if (!job.timed) {
-    // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
-    for (int q = 0; q < nranks_; ++q) settled->seconds[2 * q] = 1.0;
-    return Result::Success;
-  }
   BRAID_TRY(pcie_share(job));
   BRAID_TRACE(Balance, "multipath: job %llu: braid's share queued to its end; settling", static_cast<unsigned long long>(job.record.call));
   return settle(job, settled);
@@ -586,7 +636,7 @@ Result Orchestrator::run_job(Job& job, Settled* settled) {
 Result Orchestrator::pcie_share(Job& job) {
   const SplitCall& call = job.record.what;
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.fork, 0), "cudaStreamWaitEvent (fork)"));
+  BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.fork(), 0), "cudaStreamWaitEvent (fork)"));
   if (job.device_scalar != nullptr) {
     // NCCL reads a device scalar while the collective runs; braid once the work before it is done.
     unsigned char bytes[8] = {};
@@ -612,6 +662,10 @@ Result Orchestrator::pcie_share(Job& job) {
 // A call's times, once both paths ended: every rank's progress thread settles every split call
 // right after its PCIe share, so the exchanges pair up in the same order on every rank.
 Result Orchestrator::settle(const Job& job, Settled* settled) {
+  if (!job.measured) {
+    settled->observed = false;  // nothing to exchange: the table learns from timed calls only
+    return Result::Success;
+  }
   const CallEvents& e = job.events;
   float nccl_ms = 0, pcie_ms = 0;
   BRAID_TRY(cuda(cudaEventSynchronize(e.pcie_end), "cudaEventSynchronize"));
@@ -623,6 +677,7 @@ Result Orchestrator::settle(const Job& job, Settled* settled) {
                             static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
+  settled->record.timed = true;
   for (size_t i = 0; i < all.size() && i < settled->seconds.size(); ++i)
     settled->seconds[i] = static_cast<double>(all[i]) * 1e-9;
   for (int q = 0; q < nranks_; ++q) {
@@ -637,12 +692,13 @@ void Orchestrator::trace(const SplitRecord& r) {
   std::fprintf(trace_,
                "{\"call\": %llu, \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
                "\"nccl_elements\": %zu, \"pcie_elements\": %zu, \"pcie_share\": %.6f, \"nccl_ms\": %.4f, "
-               "\"pcie_ms\": %.4f, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\"}\n",
+               "\"pcie_ms\": %.4f, \"timed\": %s, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\"}\n",
                static_cast<unsigned long long>(r.call), std::string(collective_name(r.what.collective)).c_str(),
                std::string(datatype_name(static_cast<DataType>(r.what.type))).c_str(), r.bytes, r.what.count,
                r.nccl_elements, r.pcie_elements,
                r.what.count ? static_cast<double>(r.pcie_elements) / static_cast<double>(r.what.count) : 0.0,
-               r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.next_pcie_share, r.nvlink_copy ? "copy" : "nccl");
+               r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.timed ? "true" : "false", r.next_pcie_share,
+               r.nvlink_copy ? "copy" : "nccl");
   std::fflush(trace_);
 }
 

@@ -1,7 +1,7 @@
 // The multipath orchestrator of one NCCL communicator (HyLink's Multipath Orchestrator, FlexLink's
 // split): each large collective is cut at an element offset every rank agrees on; the head goes
-// to NCCL (NVLink) on one stream, the tail to braid's PCIe engine on another, both forked from
-// and joined back to the caller's stream with events, timed per path with those events.
+// to NCCL (NVLink) on the caller's stream, the tail to braid's PCIe engine on a stream of its own
+// forked from the caller's with an event; each path is timed from that event.
 //
 // Asynchronous like NCCL: the calling thread queues NCCL's share and hands braid's PCIe share to
 // the communicator's progress thread, which drives braid's engine (copies, host reductions) and
@@ -56,6 +56,7 @@ struct SplitRecord {
   size_t nccl_elements = 0;  // the NVLink share: NCCL's, or the copy engines' when nvlink_copy
   bool nvlink_copy = false;
   size_t pcie_elements = 0;
+  bool timed = false;       // the times below were measured (some split calls of each kind are)
   double nccl_seconds = 0;  // slowest rank's
   double pcie_seconds = 0;
   double next_pcie_share = 0;
@@ -103,14 +104,17 @@ class Orchestrator {
  private:
   struct CallEvents {
     cudaEvent_t fork = nullptr, nccl_end = nullptr, pcie_end = nullptr;
+    cudaEvent_t fork_untimed = nullptr;  // the fork of a call that is not timed (a cheaper record)
   };
   // One split call, as the progress thread gets it: the operator is resolved at call time (the
   // application may destroy a PreMulSum operator as soon as the call returns).
   struct Job {
     SplitRecord record;
     balance::Shares used;
-    bool timed = false;  // both paths ran and are timed (else the NVLink path alone, untimed)
+    bool pcie = false;      // braid's PCIe share runs (else the NVLink path alone)
+    bool measured = false;  // and both paths are timed (some calls of each kind: kMeasureEvery)
     CallEvents events;
+    cudaEvent_t fork() const { return measured ? events.fork : events.fork_untimed; }
     RedOp op = RedOp::Sum;
     reduce::OpScalar scalar;              // PreMulSum's, host-immediate
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
@@ -120,21 +124,31 @@ class Orchestrator {
     SplitRecord record;
     balance::Shares used;
     std::vector<double> seconds;  // per rank: NVLink path, PCIe path
+    bool observed = true;         // false: not timed, the table learns nothing from it
+  };
+  // Split calls of one kind, counted alike on every rank to pick the timed ones.
+  struct SplitKind {
+    Collective collective;
+    DataType type;
+    int bucket;
+    auto operator<=>(const SplitKind&) const = default;
   };
 
   Orchestrator() = default;
-  Result nccl_share(const SplitCall& call, size_t elements);
+  Result nccl_share(const SplitCall& call, size_t elements, cudaStream_t stream);
   // The NVLink share on braid's copy-engine path (BRAID_NVLINK_PATH) when it carries this call:
   // *carried says whether it did (else NCCL moves the share).
   Result peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried);
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share.
   bool rides_copy_engines(const SplitCall& call) const;
-  Result nccl_share_copied(const SplitCall& call, size_t elements);
+  Result nccl_share_copied(const SplitCall& call, size_t elements, cudaStream_t stream);
   Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result resolve_op(const SplitCall& call, Job* job) const;
   Result take_events(CallEvents* out);
   void give_back_events(const CallEvents& events);
   void enqueue(Job job);
+  void settle_nccl_only(const Job& job);
+  void nccl_only_times(const Job& job, Settled* settled) const;
 
   // The progress thread.
   void progress_loop();
@@ -155,7 +169,7 @@ class Orchestrator {
   NcclEntryPoints nccl_;
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
-  cudaStream_t nccl_stream_ = nullptr, pcie_stream_ = nullptr;
+  cudaStream_t pcie_stream_ = nullptr;
   bool copy_based_ = false;  // BRAID_SPLIT_NCCL_SHARE=copy
   std::unique_ptr<peer::PeerPath> peer_;  // BRAID_NVLINK_PATH=copy or auto (AllGather)
   bool peer_refused_logged_ = false;
@@ -166,6 +180,7 @@ class Orchestrator {
   std::unique_ptr<balance::SplitTable> table_;
   uint64_t calls_ = 0;
   uint64_t applied_ = 0;  // settled calls applied to the table
+  std::map<SplitKind, uint64_t> split_calls_;
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;
   bool keep_history_ = false;
   std::vector<SplitRecord> history_;
@@ -178,6 +193,8 @@ class Orchestrator {
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;
   bool stop_ = false;
+  bool progress_sleeping_ = false;     // under jobs_mutex_
+  std::atomic<uint64_t> queued_{0};  // jobs queued so far (the progress thread spins on it)
   mutable std::mutex settled_mutex_;
   std::condition_variable settled_cv_;
   std::map<uint64_t, Settled> settled_;

@@ -140,12 +140,17 @@ bool usable_buffer(const void* buffer, int device) {
 
 // NCCL checks a broadcast's send buffer at its root only and a reduce's receive buffer at its
 // root only; braid's path checks every buffer it is given that is not null.
-bool buffers_usable(const multipath::SplitCall& call, const CommState& state) {
+bool buffers_usable(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
   const bool at_root = state.rank == call.root;
   const bool send_used = call.collective != Collective::Broadcast || at_root;
   const bool recv_used = call.collective != Collective::Reduce || at_root;
   const auto usable = [&](const void* buffer, bool used) {
-    return buffer == nullptr ? !used : usable_buffer(buffer, state.cuda_device);
+    if (buffer == nullptr) return !used;
+    const void*& known = path.usable_buffers[(reinterpret_cast<uintptr_t>(buffer) >> 8) % path.usable_buffers.size()];
+    if (known == buffer) return true;
+    if (!usable_buffer(buffer, state.cuda_device)) return false;
+    known = buffer;
+    return true;
   };
   return usable(call.send, send_used) && usable(call.recv, recv_used);
 }
@@ -177,7 +182,7 @@ bool gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const C
   if (real.ncclCommGetAsyncError == nullptr || real.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
       async != ncclSuccess)
     return false;
-  return fp8_reduction_supported(call, state, path) && buffers_usable(call, state);
+  return fp8_reduction_supported(call, state, path) && buffers_usable(call, state, path);
 }
 
 // The smallest message that makes a communicator's PCIe path: every rank makes it at the same

@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -30,6 +31,10 @@ struct PciePath {
   std::atomic<int> failure{0};
   std::string failure_text;  // under failure_mutex
   int compute_major = -1;  // the GPU's compute capability, read at the first FP8 reduction split
+  // Buffers found usable before (device memory of this GPU, or managed): asking CUDA costs about a
+  // microsecond per buffer, and an application passes the same few buffers again and again. A
+  // buffer stays usable until it is freed, and a freed buffer NCCL itself would fault on.
+  std::array<const void*, 64> usable_buffers{};
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns

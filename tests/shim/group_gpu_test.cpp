@@ -170,6 +170,8 @@ int main(int argc, char** argv) {
   setenv("BRAID_BALANCER", "static", 1);
   setenv("BRAID_STATIC_SHARE", "0.5", 1);
   setenv("BRAID_SPLIT_MIN_BYTES", "1", 1);
+  // The trace gets a call when its times are applied, BRAID_SPLIT_SETTLE_LAG calls later: at the next.
+  setenv("BRAID_SPLIT_SETTLE_LAG", "1", 1);
   setenv("BRAID_SPLIT_TRACE", g_trace.c_str(), 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   ::testing::InitGoogleTest(&argc, argv);

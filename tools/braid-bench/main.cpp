@@ -386,7 +386,8 @@ int run(int argc, char** argv) {
               for (const auto& r : splits)
                 trace.push_back({{"call", r.call}, {"nccl_elements", r.nccl_elements},
                                  {"pcie_elements", r.pcie_elements}, {"nccl_ms", r.nccl_seconds * 1e3},
-                                 {"pcie_ms", r.pcie_seconds * 1e3}, {"next_pcie_share", r.next_pcie_share},
+                                 {"pcie_ms", r.pcie_seconds * 1e3}, {"timed", r.timed},
+                                 {"next_pcie_share", r.next_pcie_share},
                                  {"nvlink_path", r.nvlink_copy ? "copy" : "nccl"}});
               row["splits"] = trace;
             }
