@@ -13,6 +13,7 @@
 #                  to the error and to abort, plain and through braid
 #   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
 #   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
+#                  alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over rounds compared
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 1K to 64M
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
@@ -222,11 +223,15 @@ suite_fuzz() {
 
 # Host time per call (-C 1): the enqueue loop of -n calls divided by -n, before waiting for them.
 suite_hosttime() {
-  local n=$1 how
-  for how in plain braid; do
-    launch "$how" "$n"
-    run "$OUT/hosttime/${how}_n${n}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
-      -n 20 -w 2 -c 0
+  local n=$1 how round
+  # Plain and braid alternate, RIG_HOSTTIME_ROUNDS times (default 3): summarize.py compares the
+  # medians over rounds per size, since a run's host times drift with what the machine does.
+  for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
+    for how in plain braid; do
+      launch "$how" "$n"
+      run "$OUT/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
+        -n 30 -w 5 -c 0
+    done
   done
 }
 

@@ -20,6 +20,7 @@ are reported but do not fail the summary (unless RIG_STRICT_PLAIN=1).
 import json
 import os
 import re
+import statistics
 import sys
 
 LOG_LINE = re.compile(r"\S+:\d+:\d+(?: \[\d+\])? (NCCL|BRAID) (WARN|INFO|TRACE|VERSION)\b")
@@ -234,6 +235,43 @@ def summarise(path):
     return bad and counts, [head] + ["  " + l if not l.startswith("  ") else l for l in out]
 
 
+HOSTTIME_LOG = re.compile(r"(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+HOST_TIME_BUDGET_US = 5.0  # braid's host time per call may exceed NCCL's by this much (median)
+
+
+def compare_host_times(paths):
+    """Median over rounds of each size's host time per call, plain against braid (hosttime suite)."""
+    times = {}  # (ranks, how, bytes, placement) -> [us, ...]
+    for path in paths:
+        m = HOSTTIME_LOG.search(path)
+        if not m or os.path.basename(os.path.dirname(path)) != "hosttime":
+            continue
+        p = parse_nccl_tests(Log(path))
+        if p["time_label"] != "cputime":
+            continue
+        for r in p["rows"]:
+            for placement, col in (("out", 5), ("in", 9)):
+                if col < len(r) and is_num(r[col]):
+                    times.setdefault((int(m.group(2)), m.group(1), int(r[0]), placement), []).append(float(r[col]))
+    out = []
+    for ranks in sorted({k[0] for k in times}):
+        rows = sorted({(k[2], k[3]) for k in times if k[0] == ranks}, key=lambda x: (x[0], x[1] != "out"))
+        out.append(f"== host time per call, {ranks} ranks, median over rounds (us): plain / braid / braid - plain")
+        over = 0
+        for size, placement in rows:
+            plain = times.get((ranks, "plain", size, placement))
+            braid = times.get((ranks, "braid", size, placement))
+            if not plain or not braid:
+                continue
+            d = statistics.median(braid) - statistics.median(plain)
+            flag = "" if d <= HOST_TIME_BUDGET_US else f"  OVER (+{HOST_TIME_BUDGET_US:g} us allowed)"
+            over += bool(flag)
+            out.append(f"  {size:>12} {placement:>3}  {statistics.median(plain):8.2f} / {statistics.median(braid):8.2f}"
+                       f" / {d:+7.2f}  ({len(plain)}/{len(braid)} rounds){flag}")
+        out.append(f"  {over} sizes over NCCL's host time + {HOST_TIME_BUDGET_US:g} us")
+    return out
+
+
 def main(argv):
     order = ["preflight", "correctness", "dying", "hosttime", "fuzz"]
     paths = []
@@ -254,6 +292,8 @@ def main(argv):
         bad, lines = summarise(p)
         failed += bad
         print("\n".join(lines))
+    for line in compare_host_times(paths):
+        print(line)
     print(f"== {len(paths)} logs, {failed} failing" + ("" if failed else ": no wrong rows, hangs or failures"))
     return 1 if failed else 0
 
