@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "engine/control.h"
+#include "engine/faults.h"
 #include "plan/generate.h"
 
 #if __has_include(<numa.h>)
@@ -112,6 +113,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   };
 
   Result r = Result::Success;
+  if (fault_injected(FaultStep::Segments, rank)) return injected_failure(FaultStep::Segments, rank);
   if (rank == 0) {
     r = SharedSegment::create(names[0], control_size, &c->control_);
     for (int i = 0; i < numa_count && r == Result::Success; ++i) {
@@ -175,8 +177,18 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     const auto pid = static_cast<pid_t>(records[q].pid.load());
     if (q != rank && pid != getpid()) c->peers_.emplace_back(q, pid);
   }
-  BRAID_TRY(backend->register_host(c->control_.data(), c->control_.size()));
-  for (auto& seg : c->staging_) BRAID_TRY(backend->register_host(seg.data(), seg.size()));
+  // Every rank is attached: a rank failing from here on tells the others through the abort word,
+  // so they stop at once (in their own set-up, or at their first collective) instead of timing out.
+  const auto failed_setup = [&](Result failure) {
+    uint64_t none = 0;
+    header->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank));
+    return failure;
+  };
+  if (fault_injected(FaultStep::Register, rank)) return failed_setup(injected_failure(FaultStep::Register, rank));
+  if (Result reg = backend->register_host(c->control_.data(), c->control_.size()); reg != Result::Success)
+    return failed_setup(reg);
+  for (auto& seg : c->staging_)
+    if (Result reg = backend->register_host(seg.data(), seg.size()); reg != Result::Success) return failed_setup(reg);
   backend->set_timeout(timeout);
   backend->set_abort_flag(&header->abort);
 
@@ -326,6 +338,11 @@ WaitContext Communicator::wait_context(int* dead_rank) const {
 }
 
 Result Communicator::barrier(Collective c, const WaitContext& ctx) {
+  if (fault_injected(FaultStep::Barrier, rank_)) {
+    uint64_t none = 0;
+    control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
+    return injected_failure(FaultStep::Barrier, rank_);
+  }
   RankRecord* records = rank_records(control_.data());
   const uint64_t k = ++barriers_;
   records[rank_].barrier.store(k, std::memory_order_release);
@@ -550,7 +567,11 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
     RunFailure failure;
     Result r = executor_->run(*schedule, args, ctx, &failure);
     if (r != Result::Success) {
-      if (failure.outcome == WaitOutcome::Done && header->abort.load() == 0) {
+      // This rank's own failure (not a wait that another rank's failure ended) keeps its own
+      // code and text; the executor has raised the abort word naming this rank for the others.
+      const uint64_t word = header->abort.load();
+      const bool own = word == 0 || (abort_reason(word) == AbortReason::LocalError && abort_culprit(word) == rank_);
+      if (failure.outcome == WaitOutcome::Done && own) {
         failed_ = r;
         failed_text_ = last_error();
         return r;

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "engine/control.h"
+#include "engine/faults.h"
 
 namespace braid::engine {
 namespace {
@@ -202,14 +203,17 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
       auto issue = [&]() -> Result {
         switch (in.op) {
           case Opcode::D2H:
+            if (fault_injected(FaultStep::D2H, rank)) return injected_failure(FaultStep::D2H, rank);
             BRAID_TRY(enqueue_waits(device::kQueueD2H, pos, s));
             return dev.d2h(device::kQueueD2H, st.address(in.dst, begin), st.address(in.src, begin),
                            bytes, signal(pos, s));
           case Opcode::H2D:
+            if (fault_injected(FaultStep::H2D, rank)) return injected_failure(FaultStep::H2D, rank);
             BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
             return dev.h2d(device::kQueueH2D, st.address(in.dst, begin), st.address(in.src, begin),
                            bytes, signal(pos, s));
           case Opcode::Copy:
+            if (fault_injected(FaultStep::Copy, rank)) return injected_failure(FaultStep::Copy, rank);
             BRAID_TRY(enqueue_waits(device::kQueueCompute, pos, s));
             return dev.copy(device::kQueueCompute, st.address(in.dst, begin),
                             st.address(in.src, begin), bytes, signal(pos, s));
@@ -223,6 +227,7 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
                                    [stp = &st, pos, s] { run_host_slice(stp, pos, s); });
               return Result::Success;
             }
+            if (fault_injected(FaultStep::Reduce, rank)) return injected_failure(FaultStep::Reduce, rank);
             {
               // Device reduction: stage the host source into a scratch ring slot, then reduce.
               const uint64_t g = staging_index_++;
