@@ -55,7 +55,7 @@ Result cuda_check(cudaError_t e, const char* what) {
 Result nccl_check(const NcclCalls& nccl, ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return Result::Success;
   return fail(static_cast<Result>(r), "%s (through NCCL): %s", what,
-              nccl.get_error_string != nullptr ? nccl.get_error_string(r) : "no error text");
+              nccl.ncclGetErrorString != nullptr ? nccl.ncclGetErrorString(r) : "no error text");
 }
 
 Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
@@ -118,16 +118,15 @@ Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const ch
 }
 
 Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
-  if (calls.comm_count == nullptr || calls.comm_user_rank == nullptr || calls.comm_cu_device == nullptr ||
-      calls.broadcast == nullptr)
+  if (!calls.can_bootstrap())
     return fail(Result::InternalError, "braidCommInitFromNccl: NCCL entry points missing");
   if (out == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: comm pointer is null");
   *out = nullptr;
   if (nccl == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: NCCL communicator is null");
   int nranks = 0, rank = 0, device = 0;
-  BRAID_TRY(nccl_check(calls, calls.comm_count(nccl, &nranks), "ncclCommCount"));
-  BRAID_TRY(nccl_check(calls, calls.comm_user_rank(nccl, &rank), "ncclCommUserRank"));
-  BRAID_TRY(nccl_check(calls, calls.comm_cu_device(nccl, &device), "ncclCommCuDevice"));
+  BRAID_TRY(nccl_check(calls, calls.ncclCommCount(nccl, &nranks), "ncclCommCount"));
+  BRAID_TRY(nccl_check(calls, calls.ncclCommUserRank(nccl, &rank), "ncclCommUserRank"));
+  BRAID_TRY(nccl_check(calls, calls.ncclCommCuDevice(nccl, &device), "ncclCommCuDevice"));
   int previous = 0;
   BRAID_TRY(cuda_check(cudaGetDevice(&previous), "cudaGetDevice"));
   BRAID_TRY(cuda_check(cudaSetDevice(device), "cudaSetDevice"));
@@ -139,7 +138,7 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls)
   }
   Result r = host_round_trip(&id, sizeof id, calls, "ncclBroadcast of the unique id",
                              [&](void* buffer, cudaStream_t stream) {
-                               return calls.broadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl,
+                               return calls.ncclBroadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl,
                                                       stream);
                              });
   if (r == Result::Success) r = init_rank(out, nranks, id, rank);

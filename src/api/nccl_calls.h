@@ -1,23 +1,35 @@
-// The NCCL entry points braid's bootstrap through NCCL needs, as a table: the C API fills it from
-// the NCCL it links (nccl_linked/), the drop-in libbraid.so from the real NCCL it forwards to, so
-// the api layer itself links no NCCL (two libnccl copies in one process would not share state).
+// The one table of NCCL's entry points braid calls: a slot per function of api/nccl_functions.h,
+// null where the NCCL at hand lacks it. The C API and braid-bench fill it from the NCCL they link
+// (nccl_linked/), the drop-in libbraid.so from the real NCCL it forwards to (shim/real_nccl.h),
+// so the layers that call NCCL (api, multipath, peer) link none themselves (two libnccl copies in
+// one process would not share state).
 #pragma once
-
-#include <nccl.h>
 
 #include <functional>
 
 #include "api/comm.h"
+#include "api/nccl_functions.h"
 
 namespace braid::api {
 
 struct NcclCalls {
-  ncclResult_t (*comm_count)(const ncclComm_t, int*) = nullptr;
-  ncclResult_t (*comm_user_rank)(const ncclComm_t, int*) = nullptr;
-  ncclResult_t (*comm_cu_device)(const ncclComm_t, int*) = nullptr;
-  ncclResult_t (*broadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  const char* (*get_error_string)(ncclResult_t) = nullptr;
+  // (ncclResetDebugInit is deprecated in nccl.h, yet still NCCL's API.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#define BRAID_NCCL_SLOT(name) decltype(&::name) name = nullptr;
+  BRAID_NCCL_FUNCTIONS(BRAID_NCCL_SLOT)
+#undef BRAID_NCCL_SLOT
+#pragma GCC diagnostic pop
+
+  // What braid's bootstrap through NCCL needs (init_from_nccl, host_round_trip).
+  bool can_bootstrap() const {
+    return ncclCommCount && ncclCommUserRank && ncclCommCuDevice && ncclBroadcast;
+  }
+  // What a split call's NVLink share needs besides (multipath/).
+  bool can_split() const {
+    return can_bootstrap() && ncclAllReduce && ncclReduce && ncclAllGather && ncclReduceScatter && ncclSend && ncclRecv &&
+           ncclGroupStart && ncclGroupEnd;
+  }
 };
 
 // braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
@@ -29,7 +41,8 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
 Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const char* what,
                        const std::function<ncclResult_t(void* buffer, cudaStream_t)>& collective);
 
-// The table over the NCCL a program links (defined in braid_api_nccl, which links it).
+// The table over the NCCL a program links (defined in braid_api_nccl, which links it): the
+// bootstrap's and the split calls' slots.
 NcclCalls linked_nccl_calls();
 
 }  // namespace braid::api

@@ -46,17 +46,17 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
 
 Result Orchestrator::nccl_result(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return Result::Success;
-  const char* text = nccl_.bootstrap.get_error_string ? nccl_.bootstrap.get_error_string(r) : "";
+  const char* text = nccl_.ncclGetErrorString ? nccl_.ncclGetErrorString(r) : "";
   return fail(static_cast<Result>(r), "multipath: NCCL's share (%s) failed: %s", what, text);
 }
 
-Result Orchestrator::create(ncclComm_t comm, const NcclEntryPoints& nccl, std::unique_ptr<Orchestrator>* out) {
+Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out) {
   out->reset();
-  if (!nccl.complete()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
+  if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
-  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl.bootstrap));
+  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl));
   o->rank_ = o->braid_->rank;
   o->nranks_ = o->braid_->nranks;
   o->device_ = o->braid_->device;
@@ -233,26 +233,26 @@ Result Orchestrator::nccl_share(const SplitCall& call, size_t elements, cudaStre
       unsigned char* mine = recv + static_cast<size_t>(rank_) * block;
       if (mine != send) BRAID_TRY(cuda(cudaMemcpyAsync(mine, send, elements * esize, cudaMemcpyDeviceToDevice, s),
                                        "cudaMemcpyAsync (own block)"));
-      BRAID_TRY(nccl_result(nccl_.group_start(), "ncclGroupStart"));
+      BRAID_TRY(nccl_result(nccl_.ncclGroupStart(), "ncclGroupStart"));
       Result r = Result::Success;
       for (int p = 0; p < nranks_ && r == Result::Success; ++p) {
         if (p == rank_) continue;
-        r = nccl_result(nccl_.send(send, elements, call.type, p, comm_, s), "ncclSend");
+        r = nccl_result(nccl_.ncclSend(send, elements, call.type, p, comm_, s), "ncclSend");
         if (r == Result::Success)
-          r = nccl_result(nccl_.recv(recv + static_cast<size_t>(p) * block, elements, call.type, p, comm_, s),
+          r = nccl_result(nccl_.ncclRecv(recv + static_cast<size_t>(p) * block, elements, call.type, p, comm_, s),
                           "ncclRecv");
       }
-      const Result end = nccl_result(nccl_.group_end(), "ncclGroupEnd");
+      const Result end = nccl_result(nccl_.ncclGroupEnd(), "ncclGroupEnd");
       return r != Result::Success ? r : end;
     }
     case Collective::ReduceScatter: {
-      BRAID_TRY(nccl_result(nccl_.group_start(), "ncclGroupStart"));
+      BRAID_TRY(nccl_result(nccl_.ncclGroupStart(), "ncclGroupStart"));
       Result r = Result::Success;
       for (int root = 0; root < nranks_ && r == Result::Success; ++root)
-        r = nccl_result(nccl_.reduce(send + static_cast<size_t>(root) * block, recv, elements, call.type, call.op,
+        r = nccl_result(nccl_.ncclReduce(send + static_cast<size_t>(root) * block, recv, elements, call.type, call.op,
                                      root, comm_, s),
                         "ncclReduce");
-      const Result end = nccl_result(nccl_.group_end(), "ncclGroupEnd");
+      const Result end = nccl_result(nccl_.ncclGroupEnd(), "ncclGroupEnd");
       return r != Result::Success ? r : end;
     }
     default:
@@ -298,7 +298,7 @@ Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements, c
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (call.collective == Collective::AllGather) {
-    BRAID_TRY(nccl_result(nccl_.all_gather(call.send, scratch_, elements, call.type, comm_, s), "ncclAllGather"));
+    BRAID_TRY(nccl_result(nccl_.ncclAllGather(call.send, scratch_, elements, call.type, comm_, s), "ncclAllGather"));
     for (size_t r = 0; r < n; ++r)
       BRAID_TRY(cuda(cudaMemcpyAsync(recv + r * block, scratch + r * head, head, cudaMemcpyDeviceToDevice, s),
                      "cudaMemcpyAsync (a gathered head into its block)"));
@@ -307,7 +307,7 @@ Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements, c
   for (size_t r = 0; r < n; ++r)
     BRAID_TRY(cuda(cudaMemcpyAsync(scratch + r * head, send + r * block, head, cudaMemcpyDeviceToDevice, s),
                    "cudaMemcpyAsync (a block head into scratch)"));
-  return nccl_result(nccl_.reduce_scatter(scratch_, call.recv, elements, call.type, call.op, comm_, s),
+  return nccl_result(nccl_.ncclReduceScatter(scratch_, call.recv, elements, call.type, call.op, comm_, s),
                      "ncclReduceScatter");
 }
 
@@ -316,17 +316,17 @@ Result Orchestrator::nccl_whole(const SplitCall& call, cudaStream_t s) {
   const size_t n = call.count;
   switch (call.collective) {
     case Collective::AllReduce:
-      return nccl_result(nccl_.all_reduce(call.send, call.recv, n, call.type, call.op, comm_, s), "ncclAllReduce");
+      return nccl_result(nccl_.ncclAllReduce(call.send, call.recv, n, call.type, call.op, comm_, s), "ncclAllReduce");
     case Collective::AllGather:
-      return nccl_result(nccl_.all_gather(call.send, call.recv, n, call.type, comm_, s), "ncclAllGather");
+      return nccl_result(nccl_.ncclAllGather(call.send, call.recv, n, call.type, comm_, s), "ncclAllGather");
     case Collective::ReduceScatter:
-      return nccl_result(nccl_.reduce_scatter(call.send, call.recv, n, call.type, call.op, comm_, s),
+      return nccl_result(nccl_.ncclReduceScatter(call.send, call.recv, n, call.type, call.op, comm_, s),
                          "ncclReduceScatter");
     case Collective::Broadcast:
-      return nccl_result(nccl_.bootstrap.broadcast(call.send, call.recv, n, call.type, call.root, comm_, s),
+      return nccl_result(nccl_.ncclBroadcast(call.send, call.recv, n, call.type, call.root, comm_, s),
                          "ncclBroadcast");
     case Collective::Reduce:
-      return nccl_result(nccl_.reduce(call.send, call.recv, n, call.type, call.op, call.root, comm_, s), "ncclReduce");
+      return nccl_result(nccl_.ncclReduce(call.send, call.recv, n, call.type, call.op, call.root, comm_, s), "ncclReduce");
     default:
       return fail(Result::InternalError, "multipath: %s is not split",
                   std::string(collective_name(call.collective)).c_str());

@@ -33,7 +33,7 @@
 #include "balance/split_table.h"
 #include "braid/braid.h"
 #include "common/result.h"
-#include "multipath/nccl_entry_points.h"
+#include "api/nccl_calls.h"
 #include "multipath/split_call.h"
 #include "peer/peer_path.h"
 #include "reduce/reduce.h"
@@ -65,7 +65,7 @@ struct SplitRecord {
 class Orchestrator {
  public:
   // Collective over the NCCL communicator's ranks (all call it at the same point).
-  static Result create(ncclComm_t comm, const NcclEntryPoints& nccl, std::unique_ptr<Orchestrator>* out);
+  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out);
   ~Orchestrator();
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
@@ -166,7 +166,7 @@ class Orchestrator {
   void trace(const SplitRecord& r);
 
   ncclComm_t comm_ = nullptr;
-  NcclEntryPoints nccl_;
+  api::NcclCalls nccl_;
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t pcie_stream_ = nullptr;

@@ -91,7 +91,7 @@ ncclResult_t braid_failure(const char* api, const RealNccl& real) {
 }
 
 template <typename Fn, typename... Args>
-ncclResult_t forward(Fn RealNccl::*slot, const char* api, Args... args) {
+ncclResult_t forward(Fn braid::api::NcclCalls::*slot, const char* api, Args... args) {
   const RealNccl& real = real_nccl();
   Fn fn = real.found ? real.*slot : nullptr;
   if (fn == nullptr) return braid_failure(api, real);

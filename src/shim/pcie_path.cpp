@@ -22,35 +22,15 @@ namespace braid::shim {
 
 namespace {
 
-multipath::NcclEntryPoints entry_points(const RealNccl& real) {
-  multipath::NcclEntryPoints e;
-  e.bootstrap.comm_count = real.ncclCommCount;
-  e.bootstrap.comm_user_rank = real.ncclCommUserRank;
-  e.bootstrap.comm_cu_device = real.ncclCommCuDevice;
-  e.bootstrap.broadcast = real.ncclBroadcast;
-  e.bootstrap.get_error_string = real.ncclGetErrorString;
-  e.all_reduce = real.ncclAllReduce;
-  e.reduce = real.ncclReduce;
-  e.all_gather = real.ncclAllGather;
-  e.reduce_scatter = real.ncclReduceScatter;
-  e.send = real.ncclSend;
-  e.recv = real.ncclRecv;
-  e.group_start = real.ncclGroupStart;
-  e.group_end = real.ncclGroupEnd;
-  return e;
-}
-
 // Every rank learns whether every rank made its PCIe path (a rank that splits while another does
 // not would hang NCCL): the minimum of the ranks' flags, through NCCL on a private stream.
 bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
-  api::NcclCalls calls;
-  calls.get_error_string = real.ncclGetErrorString;
   int flag = mine ? 1 : 0;
   const Result r = api::host_round_trip(
-      &flag, sizeof flag, calls, "the PCIe paths' readiness (ncclAllReduce min)",
+      &flag, sizeof flag, real, "the PCIe paths' readiness (ncclAllReduce min)",
       [&](void* buffer, cudaStream_t stream) {
         return real.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMin, comm, stream);
       });
@@ -73,7 +53,7 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) 
   path.attempted = true;
   const RealNccl& real = real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
-  const Result r = multipath::Orchestrator::create(comm, entry_points(real), &made);
+  const Result r = multipath::Orchestrator::create(comm, real, &made);
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
                "collectives go to NCCL alone", state.cuda_device, last_error());

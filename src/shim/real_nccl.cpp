@@ -53,7 +53,7 @@ bool adopt(void* handle, const std::string& tried, const char* how, RealNccl& re
       real.name = reinterpret_cast<decltype(real.name)>(entry);                      \
     }                                                                                \
   }
-  BRAID_SHIM_NCCL_FUNCTIONS(BRAID_SHIM_RESOLVE)
+  BRAID_NCCL_FUNCTIONS(BRAID_SHIM_RESOLVE)
 #undef BRAID_SHIM_RESOLVE
   real.found = true;
   real.failure.clear();

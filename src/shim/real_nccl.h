@@ -5,25 +5,17 @@
 
 #include <string>
 
-#include "shim/nccl_functions.h"
+#include "api/nccl_calls.h"
 
 namespace braid::shim {
 
-struct RealNccl {
+// The real NCCL's entry points (api::NcclCalls, every slot filled that it has) and where they came from.
+struct RealNccl : api::NcclCalls {
   bool found = false;
   std::string path;     // the file the entry points live in
   std::string how;      // how it was found, for the log
   int version = 0;      // its ncclGetVersion
   std::string failure;  // when not found: every place tried and why it failed
-
-  // One slot per export: the real `p` entry point, or null where this NCCL lacks it.
-  // (ncclResetDebugInit is deprecated in nccl.h, yet still NCCL's API: it is forwarded too.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#define BRAID_SHIM_SLOT(name) decltype(&::p##name) name = nullptr;
-  BRAID_SHIM_NCCL_FUNCTIONS(BRAID_SHIM_SLOT)
-#undef BRAID_SHIM_SLOT
-#pragma GCC diagnostic pop
 };
 
 // Resolves on first use (thread-safe) in this order: BRAID_NCCL_LIBRARY (dlopen'ed privately,

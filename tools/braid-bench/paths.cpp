@@ -26,20 +26,6 @@ void issue_nccl(const CaseSpec& spec, const void* send, void* recv, ncclRedOp_t 
   }
 }
 
-multipath::NcclEntryPoints linked_nccl() {
-  multipath::NcclEntryPoints e;
-  e.bootstrap = api::linked_nccl_calls();
-  e.all_reduce = ncclAllReduce;
-  e.reduce = ncclReduce;
-  e.all_gather = ncclAllGather;
-  e.reduce_scatter = ncclReduceScatter;
-  e.send = ncclSend;
-  e.recv = ncclRecv;
-  e.group_start = ncclGroupStart;
-  e.group_end = ncclGroupEnd;
-  return e;
-}
-
 }  // namespace
 
 BraidPath::BraidPath(RankThreads& threads, const std::vector<int>& devices, bool multipath)
@@ -51,7 +37,7 @@ BraidPath::BraidPath(RankThreads& threads, const std::vector<int>& devices, bool
     threads.run_all([&](int rank) {
       BENCH_CUDA(cudaStreamCreateWithFlags(&streams_[rank], cudaStreamNonBlocking));
       BENCH_BRAID(static_cast<ncclResult_t>(
-                      multipath::Orchestrator::create(nccl_comms_[rank], linked_nccl(), &orchestrators_[rank])),
+                      multipath::Orchestrator::create(nccl_comms_[rank], api::linked_nccl_calls(), &orchestrators_[rank])),
                   nullptr);
       orchestrators_[rank]->keep_history(rank == 0);
     });

@@ -3,11 +3,14 @@
 
 braid::api::NcclCalls braid::api::linked_nccl_calls() {
   NcclCalls calls;
-  calls.comm_count = ncclCommCount;
-  calls.comm_user_rank = ncclCommUserRank;
-  calls.comm_cu_device = ncclCommCuDevice;
-  calls.broadcast = ncclBroadcast;
-  calls.get_error_string = ncclGetErrorString;
+  // Only what braid calls: the bootstrap's and the split calls' (an NCCL older than nccl.h may
+  // lack others, and linking them would fail).
+#define BRAID_TAKE(name) calls.name = ::name;
+  BRAID_TAKE(ncclCommCount) BRAID_TAKE(ncclCommUserRank) BRAID_TAKE(ncclCommCuDevice)
+  BRAID_TAKE(ncclGetErrorString) BRAID_TAKE(ncclBroadcast) BRAID_TAKE(ncclAllReduce) BRAID_TAKE(ncclReduce)
+  BRAID_TAKE(ncclAllGather) BRAID_TAKE(ncclReduceScatter) BRAID_TAKE(ncclSend) BRAID_TAKE(ncclRecv)
+  BRAID_TAKE(ncclGroupStart) BRAID_TAKE(ncclGroupEnd)
+#undef BRAID_TAKE
   return calls;
 }
 

@@ -1,6 +1,6 @@
-// Every function the drop-in exports: all of nccl.h (NCCL 2.28) plus the two host functions
-// of nccl_device/core.h that PyTorch 2.11 imports. nccl.h is the ABI braid must match, so the
-// shim includes it rather than restating its types.
+// Every NCCL function braid knows: all of nccl.h (NCCL 2.28) plus the two host functions of
+// nccl_device/core.h that PyTorch 2.11 imports. The drop-in exports each of them; nccl.h is the
+// ABI braid must match, so braid includes it rather than restating its types.
 #pragma once
 
 #include <nccl.h>
@@ -16,8 +16,8 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm);
 ncclResult_t pncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm);
 }
 
-// X(name) for each exported function `name`; the real NCCL's entry point is `p` + name.
-#define BRAID_SHIM_NCCL_FUNCTIONS(X)                                                         \
+// X(name) for each function `name`; the real NCCL's profiling entry point is `p` + name.
+#define BRAID_NCCL_FUNCTIONS(X)                                                         \
   X(ncclMemAlloc) X(ncclMemFree) X(ncclGetVersion) X(ncclGetUniqueId)                        \
   X(ncclCommInitRankConfig) X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommFinalize)       \
   X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommRevoke) X(ncclCommSplit) X(ncclCommShrink)   \
