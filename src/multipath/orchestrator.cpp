@@ -23,12 +23,6 @@ namespace {
 // How long the progress thread spins for the next job before it sleeps.
 constexpr int kProgressSpinMicroseconds = 200;
 
-// Which split calls of a kind (collective, type, size bucket) are timed: the first few, then one
-// in kMeasureEvery. A timing event costs the calling thread about 1 us more than a plain one
-// (bench/host_cost_probe.cu), two of them a call; the balancer needs their times, not every call's.
-constexpr uint64_t kMeasureFirst = 8;
-constexpr uint64_t kMeasureEvery = 4;
-
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
 
@@ -110,10 +104,14 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
     min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
   }
-  o->table_ = std::make_unique<balance::SplitTable>(std::move(balancer),
-                                                    static_cast<size_t>(std::max<int64_t>(min_bytes, 1)));
+  o->async_ = settings().async;
+  // Without the progress thread every earlier call is settled already: no lag is needed.
+  const auto lag = o->async_ ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
+  o->ledger_ = std::make_unique<SplitLedger>(
+      std::make_unique<balance::SplitTable>(std::move(balancer), static_cast<size_t>(std::max<int64_t>(min_bytes, 1))),
+      o->nranks_, lag, kSplitAlignBytes);
   if (!settings().tuning_cache.empty()) {
-    const size_t restored = balance::load_tuning_cache(*o->table_, settings().tuning_cache);
+    const size_t restored = balance::load_tuning_cache(o->ledger_->table(), settings().tuning_cache);
     BRAID_INFO(Balance, "multipath: %zu learned splits restored from %s", restored,
                settings().tuning_cache.c_str());
   }
@@ -125,15 +123,14 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   BRAID_INFO(Init, "multipath: rank %d/%d on GPU %d splits collectives of %lld bytes and more across "
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->peer_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
-             std::string(o->table_->balancer_name()).c_str());
-  o->async_ = settings().async;
+             std::string(o->ledger_->table().balancer_name()).c_str());
   if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
   return Result::Success;
 }
 
 void Orchestrator::use_balancer(std::unique_ptr<balance::Balancer> balancer) {
-  table_ = std::make_unique<balance::SplitTable>(std::move(balancer), table_->split_min_bytes());
+  ledger_->replace_table(std::make_unique<balance::SplitTable>(std::move(balancer), ledger_->table().split_min_bytes()));
 }
 
 void Orchestrator::abort() {
@@ -155,14 +152,14 @@ Orchestrator::~Orchestrator() {
   // it could not settle are dropped: settling meets the other ranks, which may be gone already.
   for (;;) {
     std::unique_lock lock(settled_mutex_);
-    if (settled_.count(applied_ + 1) == 0) break;
+    if (!ledger_ || settled_.count(ledger_->applied() + 1) == 0) break;
     lock.unlock();
-    if (apply_settled(applied_ + 1) != Result::Success) break;
+    if (apply_settled(ledger_->applied() + 1, true) != Result::Success) break;
   }
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
-    if (rank_ == 0 && table_ && !settings().tuning_cache.empty())
-      balance::save_tuning_cache(*table_, settings().tuning_cache);
+    if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
+      balance::save_tuning_cache(ledger_->table(), settings().tuning_cache);
   }
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
   if (scratch_ != nullptr) cudaFree(scratch_);
@@ -189,7 +186,7 @@ bool Orchestrator::wants(const SplitCall& call) const {
   const size_t bytes = message_bytes(call, nranks_);
   if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
     return true;
-  return bytes >= table_->split_min_bytes();
+  return bytes >= ledger_->table().split_min_bytes();
 }
 
 // Operators made on the communicator (PreMulSum) have values from ncclNumOps on.
@@ -427,30 +424,26 @@ void Orchestrator::settle_nccl_only(const Job& job) {
 
 void Orchestrator::nccl_only_times(const Job& job, Settled* settled) const {
   settled->record = job.record;
-  settled->used = job.used;
-  // PCIe carried nothing: every balancer's rule then ignores the NCCL time; 1 s stands in.
-  settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
-  for (int q = 0; q < nranks_; ++q) settled->seconds[2 * q] = 1.0;
+  settled->ledger = job.ledger;  // the ledger knows what a call NCCL carried alone teaches
 }
 
-Result Orchestrator::apply_settled(uint64_t call) {
-  while (applied_ < call) {
+Result Orchestrator::apply_settled(uint64_t call, bool beyond_lag) {
+  while (ledger_->applied() < call) {
     Settled s;
     {
       std::unique_lock lock(settled_mutex_);
-      settled_cv_.wait(lock, [&] { return settled_.count(applied_ + 1) > 0 || failed_.load() != 0; });
-      auto it = settled_.find(applied_ + 1);
+      const uint64_t next = ledger_->applied() + 1;
+      settled_cv_.wait(lock, [&] { return settled_.count(next) > 0 || failed_.load() != 0; });
+      auto it = settled_.find(next);
       if (it == settled_.end())
         return fail(static_cast<Result>(failed_.load()),
                     "multipath: braid's PCIe path failed earlier on this communicator: %s", failed_text_.c_str());
       s = std::move(it->second);
       settled_.erase(it);
     }
-    ++applied_;
     SplitRecord& r = s.record;
     const DataType type = static_cast<DataType>(r.what.type);
-    if (s.observed) BRAID_TRY(table_->update_used(r.what.collective, type, r.bytes, s.used, s.seconds, nranks_));
-    r.next_pcie_share = table_->shares_for(r.what.collective, type, r.bytes).fraction(1);
+    BRAID_TRY(ledger_->apply(s.ledger, s.observed ? s.seconds : std::vector<double>{}, &r.next_pcie_share, beyond_lag));
     BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
                std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
                op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
@@ -463,7 +456,9 @@ Result Orchestrator::apply_settled(uint64_t call) {
 }
 
 // apply_settled waits for each call's record in turn: nothing to wait for first.
-Result Orchestrator::drain() { return apply_settled(calls_); }
+Result Orchestrator::drain() { return apply_settled(ledger_->calls(), true); }
+
+uint64_t Orchestrator::calls() const { return ledger_->calls(); }
 
 Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   std::string text;
@@ -483,58 +478,46 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
 
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
-  const uint64_t call_number = calls_ + 1;
-  // Without the progress thread every earlier call is settled already: no lag is needed.
-  const auto lag = async_ ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
-  if (call_number > lag) BRAID_TRY(apply_settled(call_number - lag));
-  BRAID_TRACE(Balance, "multipath: call %llu: settled calls applied through %llu", static_cast<unsigned long long>(call_number),
-              static_cast<unsigned long long>(applied_));
-
-  const DataType type = static_cast<DataType>(call.type);
-  const size_t bytes = message_bytes(call, nranks_);
-  const balance::Shares shares = table_->issue(call.collective, type, bytes);
-  const size_t esize = datatype_size(type);
-  const size_t align = std::max<size_t>(1, kSplitAlignBytes / esize);
-  const std::vector<size_t> split = balance::split_elements(shares, call.count, align);
-  const size_t nccl_elements = split[balance::kDedicatedPath];
-  const size_t pcie_elements = call.count - nccl_elements;
-
+  BRAID_TRY(apply_settled(ledger_->must_apply_through()));
   Job job;
-  job.record.call = call_number;
+  const DataType type = static_cast<DataType>(call.type);
   job.record.what = call;
-  job.record.bytes = bytes;
+  job.record.bytes = message_bytes(call, nranks_);
+  BRAID_TRY(ledger_->next(call.collective, type, job.record.bytes, call.count, &job.ledger));
+  const uint64_t call_number = job.ledger.call;
+  const size_t nccl_elements = job.ledger.dedicated_elements;
+  job.record.call = call_number;
   job.record.nccl_elements = nccl_elements;
-  job.record.pcie_elements = pcie_elements;
-  job.used = shares;
-  if (pcie_elements == 0) {
+  job.record.pcie_elements = job.ledger.pcie_elements;
+  BRAID_TRACE(Balance, "multipath: call %llu: settled calls applied through %llu", static_cast<unsigned long long>(call_number),
+              static_cast<unsigned long long>(ledger_->applied()));
+  // The ledger counted this call: from here it is settled whatever happens, or every later call
+  // would wait for it.
+  if (!job.pcie()) {
     // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
     bool carried = false;
-    BRAID_TRY(peer_share(call, call.count, stream, &carried));
-    if (!carried) BRAID_TRY(nccl_whole(call, stream));
+    Result r = peer_share(call, call.count, stream, &carried);
+    if (r == Result::Success && !carried) r = nccl_whole(call, stream);
     job.record.nvlink_copy = carried;
-    calls_ = call_number;
-    settle_nccl_only(job);
-    return Result::Success;
+    if (r == Result::Success) settle_nccl_only(job);
+    else settle_failed(job);
+    return r;
   }
-  job.pcie = true;
-  // Every rank counts the same calls of each kind, so every rank times the same calls.
-  const uint64_t nth = split_calls_[SplitKind{call.collective, type, balance::size_bucket(bytes)}]++;
-  job.measured = nth < kMeasureFirst || nth % kMeasureEvery == 0;
-  BRAID_TRY(resolve_op(call, &job));
-  BRAID_TRY(take_events(&job.events));
+  if (Result r = resolve_op(call, &job); r != Result::Success) return settle_failed(job), r;
+  if (Result r = take_events(&job.events); r != Result::Success) return settle_failed(job), r;
   const CallEvents& e = job.events;
   // The fork (braid's share waits for it) and NCCL's share right after it on the caller's stream:
   // both shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job.fork(), stream), "cudaEventRecord (fork)");
   last_share_copied_ = false;
   if (r == Result::Success && nccl_elements > 0) r = nccl_share(call, nccl_elements, stream);
-  if (r == Result::Success && job.measured) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
+  if (r == Result::Success && job.timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   if (r != Result::Success) {
     give_back_events(job.events);
+    settle_failed(job);
     return r;
   }
   job.record.nvlink_copy = last_share_copied_;
-  calls_ = call_number;
   if (!async_) {
     // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
     const CallEvents events = e;
@@ -554,6 +537,20 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     abort();
   }
   return r;
+}
+
+// A call that failed on the calling thread after the ledger counted it: settled with no times, so
+// the calls after it are not held up (the failure itself goes back to the application).
+void Orchestrator::settle_failed(const Job& job) {
+  Settled settled;
+  settled.record = job.record;
+  settled.ledger = job.ledger;
+  settled.observed = false;
+  {
+    std::lock_guard lock(settled_mutex_);
+    settled_.emplace(job.record.call, std::move(settled));
+  }
+  settled_cv_.notify_all();
 }
 
 // ---- the progress thread ----
@@ -585,7 +582,7 @@ void Orchestrator::progress_loop() {
 
 void Orchestrator::process(Job& job) {
   BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
-              !job.pcie ? "NVLink path alone" : job.measured ? "both paths, timed" : "both paths");
+              !job.pcie() ? "NVLink path alone" : job.timed() ? "both paths, timed" : "both paths");
   Settled settled;
   Result r = static_cast<Result>(failed_.load());
   if (r == Result::Success) r = run_job(job, &settled);
@@ -593,7 +590,7 @@ void Orchestrator::process(Job& job) {
     // Callers' streams wait for this call: release them; the failure reaches the application
     // through later calls and ncclCommGetAsyncError.
     record_failure(r);
-    if (job.pcie) release_stream();
+    if (job.pcie()) release_stream();
     BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
                "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
   } else {
@@ -603,7 +600,7 @@ void Orchestrator::process(Job& job) {
     }
     settled_cv_.notify_all();
   }
-  if (job.pcie) give_back_events(job.events);
+  if (job.pcie()) give_back_events(job.events);
 }
 
 // After a failure every later split call fails too, so the word goes past any call number; the
@@ -619,12 +616,12 @@ void Orchestrator::release_stream() {
 }
 
 Result Orchestrator::run_job(Job& job, Settled* settled) {
-  if (!job.pcie) {
+  if (!job.pcie()) {
     nccl_only_times(job, settled);
     return Result::Success;
   }
   settled->record = job.record;
-  settled->used = job.used;
+  settled->ledger = job.ledger;
   settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
   BRAID_TRY(pcie_share(job));
   BRAID_TRACE(Balance, "multipath: job %llu: braid's share queued to its end; settling", static_cast<unsigned long long>(job.record.call));
@@ -662,7 +659,7 @@ Result Orchestrator::pcie_share(Job& job) {
 // A call's times, once both paths ended: every rank's progress thread settles every split call
 // right after its PCIe share, so the exchanges pair up in the same order on every rank.
 Result Orchestrator::settle(const Job& job, Settled* settled) {
-  if (!job.measured) {
+  if (!job.timed()) {
     settled->observed = false;  // nothing to exchange: the table learns from timed calls only
     return Result::Success;
   }

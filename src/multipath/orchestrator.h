@@ -35,6 +35,7 @@
 #include "common/result.h"
 #include "api/nccl_calls.h"
 #include "multipath/split_call.h"
+#include "multipath/split_ledger.h"
 #include "peer/peer_path.h"
 #include "reduce/reduce.h"
 
@@ -73,7 +74,7 @@ class Orchestrator {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   // Split calls made so far (SplitRecord::call of the latest).
-  uint64_t calls() const { return calls_; }
+  uint64_t calls() const;
 
   // Whether `call` is split (otherwise the caller gives it to NCCL alone).
   bool wants(const SplitCall& call) const;
@@ -110,11 +111,11 @@ class Orchestrator {
   // application may destroy a PreMulSum operator as soon as the call returns).
   struct Job {
     SplitRecord record;
-    balance::Shares used;
-    bool pcie = false;      // braid's PCIe share runs (else the NVLink path alone)
-    bool measured = false;  // and both paths are timed (some calls of each kind: kMeasureEvery)
+    LedgerCall ledger;
     CallEvents events;
-    cudaEvent_t fork() const { return measured ? events.fork : events.fork_untimed; }
+    bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
+    bool timed() const { return ledger.timed; }             // and both paths are timed
+    cudaEvent_t fork() const { return timed() ? events.fork : events.fork_untimed; }
     RedOp op = RedOp::Sum;
     reduce::OpScalar scalar;              // PreMulSum's, host-immediate
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
@@ -122,16 +123,9 @@ class Orchestrator {
   // A split call's per-path times, the slowest rank's, as every rank agreed them.
   struct Settled {
     SplitRecord record;
-    balance::Shares used;
+    LedgerCall ledger;
     std::vector<double> seconds;  // per rank: NVLink path, PCIe path
     bool observed = true;         // false: not timed, the table learns nothing from it
-  };
-  // Split calls of one kind, counted alike on every rank to pick the timed ones.
-  struct SplitKind {
-    Collective collective;
-    DataType type;
-    int bucket;
-    auto operator<=>(const SplitKind&) const = default;
   };
 
   Orchestrator() = default;
@@ -148,6 +142,7 @@ class Orchestrator {
   void give_back_events(const CallEvents& events);
   void enqueue(Job job);
   void settle_nccl_only(const Job& job);
+  void settle_failed(const Job& job);
   void nccl_only_times(const Job& job, Settled* settled) const;
 
   // The progress thread.
@@ -160,7 +155,9 @@ class Orchestrator {
   void record_failure(Result r);
 
   // The calling thread: applies settled calls to the table, in call order, through `call`.
-  Result apply_settled(uint64_t call);
+  // Applies settled calls through `call` (waiting for each); beyond the lag only when every rank
+  // does the same at the same call (drain, destroy).
+  Result apply_settled(uint64_t call, bool beyond_lag = false);
   Result cuda(cudaError_t e, const char* what);
   Result nccl_result(ncclResult_t r, const char* what);
   void trace(const SplitRecord& r);
@@ -177,10 +174,7 @@ class Orchestrator {
   void* scratch_ = nullptr;  // the packed heads of the copy-based NCCL share
   size_t scratch_bytes_ = 0;
   // The calling thread's: the table, the calls made, the operators, what was settled.
-  std::unique_ptr<balance::SplitTable> table_;
-  uint64_t calls_ = 0;
-  uint64_t applied_ = 0;  // settled calls applied to the table
-  std::map<SplitKind, uint64_t> split_calls_;
+  std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;
   bool keep_history_ = false;
   std::vector<SplitRecord> history_;
