@@ -11,6 +11,10 @@ for m in re.finditer(r'^BRAID_SETTING\((\w+),\s*(\w+),\s*(.*?),\s*"(.*)"\)\s*$',
     default = default.strip()
     if default == '""':
         default = "(empty)"
+    if typ == "Choice":
+        allowed = default.strip('"').split("|")
+        default = allowed[0]
+        desc += " One of: " + ", ".join(f"`{a}`" for a in allowed) + "; any other value is refused with a warning and the default kept."
     rows.append(f"| `BRAID_{field.upper()}` | {typ.lower()} | `{default.strip(chr(34))}` | {desc} |")
 doc = root / "docs/SETTINGS.md"
 text = doc.read_text()

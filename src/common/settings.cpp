@@ -1,13 +1,12 @@
 #include "common/settings.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "common/log.h"
-
-#include <cstdio>
 
 namespace braid {
 
@@ -54,12 +53,46 @@ void parse_into(const char* name, const char* text, bool& out) {
   complain(name, text, "a boolean");
 }
 
+// A Choice: one of the alternatives "a|b|c", exactly.
+void parse_choice(const char* name, const char* text, std::string& out, const char* alternatives) {
+  const std::string alts = alternatives;
+  size_t start = 0;
+  for (;;) {
+    const size_t bar = alts.find('|', start);
+    if (alts.compare(start, bar == std::string::npos ? std::string::npos : bar - start, text) == 0) {
+      out = text;
+      return;
+    }
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  std::string allowed;
+  for (char c : alts) allowed += c == '|' ? std::string(", ") : std::string(1, c);
+  complain(name, text, ("one of " + allowed).c_str());
+}
+
+// Every type's reader, by the name the table gives it.
+void parse_String(const char* name, const char* text, std::string& out, const char*) { parse_into(name, text, out); }
+void parse_Int(const char* name, const char* text, int64_t& out, const char*) { parse_into(name, text, out); }
+void parse_Double(const char* name, const char* text, double& out, const char*) { parse_into(name, text, out); }
+void parse_Bool(const char* name, const char* text, bool& out, const char*) { parse_into(name, text, out); }
+void parse_Choice(const char* name, const char* text, std::string& out, const char* alternatives) {
+  parse_choice(name, text, out, alternatives);
+}
+
+// The allowed values a reader gets: a Choice's "a|b|c", nothing for the other types.
+inline const char* choices_String(const char*) { return nullptr; }
+inline const char* choices_Int(int64_t) { return nullptr; }
+inline const char* choices_Double(double) { return nullptr; }
+inline const char* choices_Bool(bool) { return nullptr; }
+inline const char* choices_Choice(const char* alternatives) { return alternatives; }
+
 Settings read_environment() {
   Settings s;
 #define BRAID_SETTING(field, type, def, desc)                                   \
   {                                                                            \
     static const std::string name = env_name_of(#field);                       \
-    if (const char* v = std::getenv(name.c_str())) parse_into(name.c_str(), v, s.field); \
+    if (const char* v = std::getenv(name.c_str())) parse_##type(name.c_str(), v, s.field, choices_##type(def)); \
   }
 #include "common/settings_table.inc"
 #undef BRAID_SETTING
@@ -70,6 +103,11 @@ std::mutex g_mutex;
 Settings* g_settings = nullptr;
 
 }  // namespace
+
+std::string first_choice(const char* alternatives) {
+  const std::string alts = alternatives;
+  return alts.substr(0, alts.find('|'));
+}
 
 const Settings& settings() {
   std::lock_guard<std::mutex> lock(g_mutex);

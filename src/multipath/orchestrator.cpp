@@ -73,15 +73,9 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   cudaSetDevice(previous);
   BRAID_TRY(r);
 
-  const std::string& share_mode = settings().split_nccl_share;
-  if (share_mode != "inplace" && share_mode != "copy")
-    return fail(Result::InvalidArgument, "BRAID_SPLIT_NCCL_SHARE '%s' unknown: use inplace or copy",
-                share_mode.c_str());
-  o->copy_based_ = share_mode == "copy";
+  // Both are Choice settings: the settings layer admits only their listed values.
+  o->copy_based_ = settings().split_nccl_share == "copy";
   const std::string& nvlink_path = settings().nvlink_path;
-  if (nvlink_path != "nccl" && nvlink_path != "copy" && nvlink_path != "auto")
-    return fail(Result::InvalidArgument, "BRAID_NVLINK_PATH '%s' unknown: use auto, copy or nccl",
-                nvlink_path.c_str());
   bool nvlink = false;
   for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
   // auto: only where the GPUs share NVLink (peer copies between GPUs on PCIe alone are unmeasured).

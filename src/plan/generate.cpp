@@ -34,12 +34,10 @@ Result apply_settings(GenerateOptions* options) {
   const Settings& s = settings();
   if (s.chunks < 0 || s.chunks > 65536)
     return fail(Result::InvalidArgument, "BRAID_CHUNKS must be 0..65536, got %lld", static_cast<long long>(s.chunks));
-  if (s.reduce_placement == "host") options->placement = ReducePlacement::Host;
-  else if (s.reduce_placement == "device") options->placement = ReducePlacement::Device;
-  else if (s.reduce_placement == "auto" || s.reduce_placement.empty()) options->placement = ReducePlacement::Auto;
-  else
-    return fail(Result::InvalidArgument, "BRAID_REDUCE_PLACEMENT must be host, device or auto, got '%s'",
-                s.reduce_placement.c_str());
+  // A Choice: the settings layer admits only auto, host and device.
+  options->placement = s.reduce_placement == "host"     ? ReducePlacement::Host
+                       : s.reduce_placement == "device" ? ReducePlacement::Device
+                                                        : ReducePlacement::Auto;
   options->chunks = static_cast<int>(s.chunks);
   options->deterministic = s.deterministic;
   return Result::Success;

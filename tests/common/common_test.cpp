@@ -68,6 +68,28 @@ TEST(Settings, ReadsEnvironmentAndKeepsDefaultOnGarbage) {
   EXPECT_DOUBLE_EQ(settings().timeout, 30.0);
 }
 
+// A Choice setting takes only its listed values; anything else keeps the default, and the one
+// warning names the setting and every allowed value. Every Choice's default is its first value.
+TEST(Settings, ChoicesAcceptOnlyTheirValues) {
+  setenv("BRAID_BALANCER", "flexlink", 1);
+  setenv("BRAID_NVLINK_PATH", "Copy", 1);  // values are exact: no case folding
+  testing::internal::CaptureStderr();
+  settings_reload();
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(settings().balancer, "flexlink");
+  EXPECT_EQ(settings().nvlink_path, "auto");
+  EXPECT_NE(warned.find("BRAID_NVLINK_PATH=Copy is not one of auto, copy, nccl"), std::string::npos) << warned;
+  unsetenv("BRAID_BALANCER");
+  unsetenv("BRAID_NVLINK_PATH");
+  settings_reload();
+  EXPECT_EQ(settings().balancer, "hylink");
+  for (const auto& s : setting_table())
+    if (std::string(s.type) == "Choice") {
+      const std::string alternatives = std::string(s.default_text).substr(1);  // drop the quote
+      EXPECT_NE(alternatives.find('|'), std::string::npos) << s.env_name << " lists no alternatives";
+    }
+}
+
 // docs/SETTINGS.md must list exactly the settings the code reads.
 TEST(Settings, DocumentedInOneTable) {
   std::ifstream f(std::string(BRAID_SOURCE_DIR) + "/docs/SETTINGS.md");
