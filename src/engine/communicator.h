@@ -79,10 +79,10 @@ class Communicator {
   // get every rank's, rank-major, in `all`. A host-only meeting through the control segment.
   Result exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all);
 
-  // A rank's signals for the NVLink copy-engine path (src/peer), in the registered control
-  // segment: `which` is &RankRecord::peer_ready or &RankRecord::peer_read_done.
-  std::atomic<uint64_t>* peer_signal(int rank, std::atomic<uint64_t> RankRecord::*which) {
-    return &(rank_records(control_.data())[rank].*which);
+  // A rank's path signal `index` (< kPathSignals) in the registered control segment, for the
+  // paths layered above the engine (src/peer), which wait on them with stream memory operations.
+  std::atomic<uint64_t>* path_signal(int rank, int index) {
+    return &rank_records(control_.data())[rank].path_signals[index].value;
   }
 
   // Runs a given program (must pass dsl::validate for the in-place mode the pointers imply);

@@ -34,6 +34,12 @@ struct ExchangeRecord {
   std::atomic<uint64_t> values[kExchangeSlots];
 };
 
+// One monotonic counter on a cache line of its own.
+struct alignas(64) PathSignal {
+  std::atomic<uint64_t> value;
+};
+inline constexpr int kPathSignals = 4;
+
 struct alignas(64) RankRecord {
   std::atomic<uint64_t> pid;
   std::atomic<uint64_t> barrier;       // the last barrier this rank arrived at (monotonic)
@@ -45,10 +51,9 @@ struct alignas(64) RankRecord {
   alignas(64) std::atomic<uint64_t> device_staged;
   alignas(64) std::atomic<uint64_t> device_consumed;
   alignas(64) std::atomic<uint64_t> device_finish;
-  // The NVLink copy-engine path's signals (src/peer): this rank's input is ready, and it has
-  // finished reading its peers' buffers. Raised by this rank's GPU, waited on by the peers' GPUs.
-  alignas(64) std::atomic<uint64_t> peer_ready;
-  alignas(64) std::atomic<uint64_t> peer_read_done;
+  // Signals of the paths layered above the engine (each path names its own indices; the engine
+  // gives them no meaning). Raised by this rank's GPU, waited on by the peers' GPUs.
+  PathSignal path_signals[kPathSignals];
 };
 
 // abort word: 0 while healthy; otherwise kAbortTag | reason << 16 | culprit rank.

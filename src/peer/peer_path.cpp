@@ -16,8 +16,6 @@ namespace braid::peer {
 
 namespace {
 
-using engine::RankRecord;
-
 // Words of one rank's buffer record in the per-call exchange: for the send and the receive
 // buffer, the pointer (for peers in this process), its offset in the exported allocation and the
 // allocation's IPC handle (for the others); and whether they could be exported.
@@ -27,12 +25,10 @@ struct BufferWords {
 };
 constexpr BufferWords kSendWords{0, 1, 2}, kRecvWords{2 + kHandleWords, 3 + kHandleWords, 4 + kHandleWords};
 constexpr int kUnshareable = kRecvWords.handle + kHandleWords, kBufferWords = kUnshareable + 1;
-// AllReduce parts start on this many bytes, so the kernel's 16-byte accesses line up wherever
-// the caller's buffer does.
-constexpr size_t kPartAlignBytes = 256;
 static_assert(sizeof(cudaIpcMemHandle_t) == kHandleWords * sizeof(uint64_t));
 static_assert(kSendWords.handle + kHandleWords <= kRecvWords.pointer);
 static_assert(kBufferWords <= engine::kExchangeSlots);
+static_assert(kPeerReadDone < engine::kPathSignals);
 
 // The allocation that holds `p` (IPC exports whole allocations), through the runtime's driver
 // entry point so that no binary links libcuda.
@@ -120,6 +116,13 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
     if (all[q] == 0)
       return fail(Result::InvalidUsage, "NVLink copy-engine path: rank %d could not set it up (its log says why)", q);
   p->shared_.resize(p->nranks_);
+  PeerPath* self = p.get();
+  p->opened_ = std::make_unique<MappingCache>(
+      kMaxMappings,
+      MappingCache::Hooks{
+          [self](const MappingCache::Key& key, unsigned char** base) { return self->open_mapping(key, base); },
+          [](unsigned char* base) { cudaIpcCloseMemHandle(base); },
+          [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
   BRAID_INFO(Init, "rank %d/%d on GPU %d: NVLink copy-engine path to every peer (%s)", p->rank_, p->nranks_,
              p->device_, p->any_ipc_ ? "CUDA IPC" : "one process");
   *out = std::move(p);
@@ -160,42 +163,24 @@ PeerPath::~PeerPath() {
     if (reduced_[i] != nullptr) cudaEventDestroy(reduced_[i]);
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
-  for (auto& [handle, mapping] : opened_) cudaIpcCloseMemHandle(mapping.base);
+  opened_.reset();
 }
 
 Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned char** out) {
-  std::array<uint64_t, kHandleWords> key;
+  MappingCache::Key key;
   std::copy(words, words + kHandleWords, key.begin());
-  auto it = opened_.find(key);
-  if (it == opened_.end()) {
-    // A handle names one allocation: a buffer freed and made again gets a new handle, so a cached
-    // mapping is never stale. But a mapping keeps the peer's freed allocation alive, so mappings
-    // are bounded: past kMaxMappings, those the previous call did not use are closed, once this
-    // rank's earlier calls have drained (closing one under a copy or kernel in flight would fault
-    // it).
-    if (opened_.size() >= kMaxMappings) {
-      BRAID_TRY(cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize"));
-      size_t closed = 0;
-      for (auto m = opened_.begin(); m != opened_.end();) {
-        if (m->second.last_call + 1 >= seq_) {
-          ++m;
-          continue;
-        }
-        cudaIpcCloseMemHandle(m->second.base);
-        m = opened_.erase(m);
-        ++closed;
-      }
-      BRAID_INFO(Alloc, "NVLink copy-engine path: closed %zu peer mappings not used lately (%zu stay open)", closed,
-                 opened_.size());
-    }
-    cudaIpcMemHandle_t h;
-    std::memcpy(&h, words, sizeof h);
-    void* p = nullptr;
-    BRAID_TRY(cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle"));
-    it = opened_.emplace(key, Mapping{static_cast<unsigned char*>(p), 0}).first;
-  }
-  it->second.last_call = seq_ + 1;  // the call about to be queued
-  *out = it->second.base + offset;
+  unsigned char* base = nullptr;
+  BRAID_TRY(opened_->get(key, seq_ + 1, &base));  // for the call about to be queued
+  *out = base + offset;
+  return Result::Success;
+}
+
+Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base) {
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, key.data(), sizeof h);
+  void* p = nullptr;
+  BRAID_TRY(cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle"));
+  *base = static_cast<unsigned char*>(p);
   return Result::Success;
 }
 
@@ -266,21 +251,21 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
     const std::string why = last_error();
-    comm_->engine->peer_signal(rank_, &RankRecord::peer_ready)->store(~0ull >> 1);
-    comm_->engine->peer_signal(rank_, &RankRecord::peer_read_done)->store(~0ull >> 1);
+    comm_->engine->path_signal(rank_, kPeerReady)->store(~0ull >> 1);
+    comm_->engine->path_signal(rank_, kPeerReadDone)->store(~0ull >> 1);
     comm_->engine->abort();
     return fail(r, "%s (the communicator is aborted)", why.c_str());
   }
   return Result::Success;
 }
 
-Result PeerPath::raise(cudaStream_t stream, Counter which, uint64_t seq) {
-  return comm_->backend->raise_on_stream(stream, {comm_->engine->peer_signal(rank_, which), seq});
+Result PeerPath::raise(cudaStream_t stream, PeerSignal which, uint64_t seq) {
+  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, which), seq});
 }
 
-Result PeerPath::wait_for_peers(cudaStream_t stream, Counter which, uint64_t seq) {
+Result PeerPath::wait_for_peers(cudaStream_t stream, PeerSignal which, uint64_t seq) {
   for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->peer_signal(q, which), seq}));
+    if (q != rank_) BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->path_signal(q, which), seq}));
   return Result::Success;
 }
 
@@ -289,12 +274,12 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
   const uint64_t seq = ++seq_;
   const cudaStream_t helpers[2] = {copy_in_, copy_out_};
 
-  BRAID_TRY(raise(stream, &RankRecord::peer_ready, seq));
+  BRAID_TRY(raise(stream, kPeerReady, seq));
   BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
   for (cudaStream_t s : helpers) {
     BRAID_TRY(cuda(cudaStreamWaitEvent(s, fork_, 0), "cudaStreamWaitEvent"));
     // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
-    BRAID_TRY(wait_for_peers(s, &RankRecord::peer_ready, seq));
+    BRAID_TRY(wait_for_peers(s, kPeerReady, seq));
   }
 
   const size_t esize = datatype_size(type);
@@ -318,8 +303,8 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
     BRAID_TRY(cuda(cudaEventRecord(joins_[i], helpers[i]), "cudaEventRecord (join)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins_[i], 0), "cudaStreamWaitEvent (join)"));
   }
-  BRAID_TRY(raise(stream, &RankRecord::peer_read_done, seq));
-  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_read_done, seq));
+  BRAID_TRY(raise(stream, kPeerReadDone, seq));
+  BRAID_TRY(wait_for_peers(stream, kPeerReadDone, seq));
   return Result::Success;
 }
 
@@ -338,30 +323,24 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
 
   const uint64_t seq = ++seq_;
   // Every rank's inputs are ready and its output is free to be written.
-  BRAID_TRY(raise(stream, &RankRecord::peer_ready, seq));
-  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_ready, seq));
+  BRAID_TRY(raise(stream, kPeerReady, seq));
+  BRAID_TRY(wait_for_peers(stream, kPeerReady, seq));
 
-  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
-  const size_t per_rank = elements / static_cast<size_t>(nranks_) / align * align;
-  const size_t begin = static_cast<size_t>(rank_) * per_rank;
-  const size_t mine = rank_ == nranks_ - 1 ? elements - begin : per_rank;
-  if (mine > 0) BRAID_TRY(reduce_part(send, recv, type, op, begin, mine, pull, stream));
+  const ElementRange mine = peer::reduce_part(rank_, nranks_, elements, esize);
+  if (mine.count > 0) BRAID_TRY(reduce_part(send, recv, type, op, mine.begin, mine.count, pull, stream));
 
   // This rank has read the peers' inputs and written their outputs; the share ends when all have.
-  BRAID_TRY(raise(stream, &RankRecord::peer_read_done, seq));
-  BRAID_TRY(wait_for_peers(stream, &RankRecord::peer_read_done, seq));
+  BRAID_TRY(raise(stream, kPeerReadDone, seq));
+  BRAID_TRY(wait_for_peers(stream, kPeerReadDone, seq));
   return Result::Success;
 }
 
 size_t PeerPath::pull_piece(size_t esize) const {
-  const size_t peers = static_cast<size_t>(nranks_ - 1);
-  const size_t align = std::max<size_t>(1, kPartAlignBytes / esize);
-  const int64_t budget = std::max<int64_t>(settings().nvlink_scratch_bytes, 0);
-  return std::max(align, static_cast<size_t>(budget) / (2 * peers) / esize / align * align);
+  return pull_piece_elements(nranks_, esize, settings().nvlink_scratch_bytes);
 }
 
 size_t PeerPath::pull_slot_bytes(size_t esize) const {
-  return static_cast<size_t>(nranks_ - 1) * pull_piece(esize) * esize;
+  return peer::pull_slot_bytes(nranks_, esize, settings().nvlink_scratch_bytes);
 }
 
 Result PeerPath::ensure_scratch(size_t bytes) {

@@ -24,7 +24,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -33,6 +32,8 @@
 #include "common/types.h"
 #include "cuda/peer_reduce.h"
 #include "engine/control.h"
+#include "peer/mapping_cache.h"
+#include "peer/peer_layout.h"
 
 namespace braid::peer {
 
@@ -76,6 +77,7 @@ class PeerPath {
   // peer's; false in *all_shareable when a rank's buffer cannot be exported (or is null).
   Result share_buffers(const void* send, const void* recv, bool with_recv, bool* all_shareable);
   Result open_handle(const uint64_t* words, uint64_t offset, unsigned char** out);
+  Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                             cudaStream_t stream);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
@@ -84,12 +86,11 @@ class PeerPath {
   // output; `pull` has the copy engines bring the peers' inputs into scratch first.
   Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
                      cudaStream_t stream);
-  // This rank's counter `which` raised to `seq` on `stream`; `stream` waiting until every peer's is.
-  using Counter = std::atomic<uint64_t> engine::RankRecord::*;
-  Result raise(cudaStream_t stream, Counter which, uint64_t seq);
-  Result wait_for_peers(cudaStream_t stream, Counter which, uint64_t seq);
+  // This rank's signal `which` raised to `seq` on `stream`; `stream` waiting until every peer's is.
+  Result raise(cudaStream_t stream, PeerSignal which, uint64_t seq);
+  Result wait_for_peers(cudaStream_t stream, PeerSignal which, uint64_t seq);
   // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
-  // every peer's).
+  // every peer's), within BRAID_NVLINK_SCRATCH_BYTES.
   size_t pull_piece(size_t esize) const;
   size_t pull_slot_bytes(size_t esize) const;
   Result ensure_scratch(size_t bytes);
@@ -108,12 +109,9 @@ class PeerPath {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   cudaEvent_t pulled_[2] = {}, reduced_[2] = {};
-  struct Mapping {
-    unsigned char* base = nullptr;  // a peer's allocation, opened from its IPC handle
-    uint64_t last_call = 0;         // the latest call (seq_) that read it
-  };
+  // The peers' allocations opened from their IPC handles.
   static constexpr size_t kMaxMappings = 64;
-  std::map<std::array<uint64_t, 8>, Mapping> opened_;
+  std::unique_ptr<MappingCache> opened_;
 };
 
 }  // namespace braid::peer

@@ -1,0 +1,48 @@
+// The peers' buffers a rank has mapped (CUDA IPC handles opened), kept across calls because opening
+// a handle costs far more than a call. A handle names one allocation, so a cached mapping is never
+// stale; but a mapping keeps the peer's freed allocation alive, so the cache is bounded: past its
+// capacity, mappings the latest two calls did not use are closed, after `drain` (closing one under
+// a copy or kernel still in flight would fault it). CUDA-free: the opening, closing and draining
+// are the caller's, so the policy is tested on CPU (tests/peer).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+
+#include "common/result.h"
+
+namespace braid::peer {
+
+class MappingCache {
+ public:
+  using Key = std::array<uint64_t, 8>;  // an exported allocation's handle, as exchanged
+  struct Hooks {
+    std::function<Result(const Key&, unsigned char**)> open;
+    std::function<void(unsigned char*)> close;
+    std::function<Result()> drain;  // the work queued so far that may read a mapping has finished
+  };
+
+  MappingCache(size_t capacity, Hooks hooks) : capacity_(capacity), hooks_(std::move(hooks)) {}
+  ~MappingCache() { close_all(); }
+  MappingCache(const MappingCache&) = delete;
+  MappingCache& operator=(const MappingCache&) = delete;
+
+  // The base of `key`'s mapping for call `call` (calls are numbered upwards), opened if needed.
+  Result get(const Key& key, uint64_t call, unsigned char** base);
+  void close_all();
+  size_t size() const { return mappings_.size(); }
+
+ private:
+  struct Mapping {
+    unsigned char* base = nullptr;
+    uint64_t last_call = 0;  // the latest call that used it
+  };
+  size_t capacity_;
+  Hooks hooks_;
+  std::map<Key, Mapping> mappings_;
+};
+
+}  // namespace braid::peer

@@ -1,0 +1,36 @@
+// The arithmetic of braid's NVLink path (src/peer) that needs no GPU: which part of an AllReduce
+// share each rank reduces, how the pulled pieces fit the scratch, and which path signals the
+// path raises. Kept apart from peer_path.cpp so it is tested on CPU (tests/peer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace braid::peer {
+
+// The path's signals in the engine's control segment (engine::RankRecord::path_signals).
+enum PeerSignal : int {
+  kPeerReady = 0,     // this rank's input is ready (and, for AllReduce, its output may be written)
+  kPeerReadDone = 1,  // this rank has read its peers' buffers (and written their outputs)
+};
+
+// AllReduce parts start on this many bytes, so the kernel's 16-byte accesses line up wherever the
+// caller's buffer does.
+inline constexpr size_t kPartAlignBytes = 256;
+
+struct ElementRange {
+  size_t begin = 0;
+  size_t count = 0;
+};
+
+// The part of the share [0, elements) that `rank` of `nranks` reduces for everyone: equal,
+// aligned parts, the last rank taking the remainder. The parts tile the share exactly once.
+ElementRange reduce_part(int rank, int nranks, size_t elements, size_t element_size);
+
+// Elements of one peer's input per pulled piece: two scratch slots, each a piece of every peer's,
+// fit `scratch_bytes` (at least one aligned piece, whatever the budget).
+size_t pull_piece_elements(int nranks, size_t element_size, int64_t scratch_bytes);
+// The bytes of one scratch slot (a piece of every peer's input).
+size_t pull_slot_bytes(int nranks, size_t element_size, int64_t scratch_bytes);
+
+}  // namespace braid::peer

@@ -1,0 +1,129 @@
+// The NVLink path's arithmetic and mapping policy, on CPU (the path itself runs on GPUs only).
+#include "peer/mapping_cache.h"
+#include "peer/peer_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+namespace braid::peer {
+namespace {
+
+// Every element of the share is reduced by exactly one rank, and every part but the last starts
+// and ends on the alignment the kernel's wide accesses need.
+TEST(PeerLayout, ReducePartsTileTheShareOnce) {
+  for (int nranks : {1, 2, 3, 4, 7, 8})
+    for (size_t esize : {1, 2, 4, 8})
+      for (size_t elements : {size_t{0}, size_t{1}, size_t{255}, size_t{256}, size_t{4097}, size_t{1} << 20,
+                              (size_t{1} << 20) + 13}) {
+        std::vector<int> owner(elements, -1);
+        for (int r = 0; r < nranks; ++r) {
+          const ElementRange part = reduce_part(r, nranks, elements, esize);
+          ASSERT_LE(part.begin + part.count, elements);
+          EXPECT_EQ(part.begin * esize % kPartAlignBytes, 0u) << nranks << " ranks, rank " << r;
+          for (size_t i = part.begin; i < part.begin + part.count; ++i) {
+            ASSERT_EQ(owner[i], -1) << "element " << i << " reduced twice";
+            owner[i] = r;
+          }
+        }
+        for (size_t i = 0; i < elements; ++i) ASSERT_NE(owner[i], -1) << "element " << i << " reduced by none";
+      }
+}
+
+TEST(PeerLayout, PulledPiecesFitTheScratch) {
+  for (int nranks : {2, 3, 4, 8})
+    for (size_t esize : {1, 2, 4, 8})
+      for (int64_t scratch : {int64_t{64} << 20, int64_t{1} << 20, int64_t{4096}}) {
+        const size_t piece = pull_piece_elements(nranks, esize, scratch);
+        EXPECT_GT(piece, 0u);
+        EXPECT_EQ(piece * esize % kPartAlignBytes, 0u);
+        EXPECT_EQ(pull_slot_bytes(nranks, esize, scratch), static_cast<size_t>(nranks - 1) * piece * esize);
+        // Two slots fit the budget, unless the budget is below one aligned piece per peer.
+        if (static_cast<size_t>(scratch) >= 2 * static_cast<size_t>(nranks - 1) * kPartAlignBytes) {
+          EXPECT_LE(2 * pull_slot_bytes(nranks, esize, scratch), static_cast<size_t>(scratch));
+        }
+      }
+  // A budget of nothing still moves: one aligned piece.
+  EXPECT_EQ(pull_piece_elements(2, 4, 0), kPartAlignBytes / 4);
+  EXPECT_EQ(pull_piece_elements(2, 4, -5), kPartAlignBytes / 4);
+}
+
+// A fake "CUDA IPC": opening hands out distinct addresses and counts; closing records.
+struct FakeIpc {
+  std::vector<unsigned char> memory = std::vector<unsigned char>(1024);
+  size_t next = 0, opens = 0, drains = 0;
+  std::multiset<unsigned char*> closed;
+  Result fail_next_open = Result::Success;
+  MappingCache::Hooks hooks() {
+    return {[this](const MappingCache::Key&, unsigned char** base) {
+              if (fail_next_open != Result::Success) return std::exchange(fail_next_open, Result::Success);
+              ++opens;
+              *base = &memory[next++];
+              return Result::Success;
+            },
+            [this](unsigned char* base) { closed.insert(base); },
+            [this] {
+              ++drains;
+              return Result::Success;
+            }};
+  }
+};
+
+MappingCache::Key key(uint64_t k) { return {k, 0, 0, 0, 0, 0, 0, 0}; }
+
+TEST(PeerMappingCache, OpensEachHandleOnceAndReusesIt) {
+  FakeIpc ipc;
+  MappingCache cache(4, ipc.hooks());
+  unsigned char *a = nullptr, *b = nullptr, *again = nullptr;
+  ASSERT_EQ(cache.get(key(1), 1, &a), Result::Success);
+  ASSERT_EQ(cache.get(key(2), 1, &b), Result::Success);
+  ASSERT_EQ(cache.get(key(1), 2, &again), Result::Success);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, again);
+  EXPECT_EQ(ipc.opens, 2u);
+  EXPECT_EQ(ipc.drains, 0u);
+}
+
+// Past capacity, what the latest two calls used stays mapped (their copies may be in flight until
+// the drain, and the next call may use them again); older mappings are closed after the drain.
+TEST(PeerMappingCache, BoundedClosingOnlyWhatRecentCallsDidNotUse) {
+  FakeIpc ipc;
+  MappingCache cache(3, ipc.hooks());
+  unsigned char* base[6] = {};  // base[0]: key 6
+  for (uint64_t call = 1; call <= 3; ++call) ASSERT_EQ(cache.get(key(call), call, &base[call]), Result::Success);
+  EXPECT_EQ(cache.size(), 3u);
+  ASSERT_EQ(cache.get(key(4), 4, &base[4]), Result::Success);  // over capacity: closes call 1's
+  EXPECT_EQ(ipc.drains, 1u);
+  EXPECT_EQ(ipc.closed, (std::multiset<unsigned char*>{base[1]}));
+  EXPECT_EQ(cache.size(), 3u);
+  // Call 5 reuses key 2, then opens key 5: keys 3 and 4 belong to the two calls before it, so
+  // nothing closes and the cache goes over its capacity for now.
+  unsigned char* reused = nullptr;
+  ASSERT_EQ(cache.get(key(2), 5, &reused), Result::Success);
+  EXPECT_EQ(reused, base[2]);
+  ASSERT_EQ(cache.get(key(5), 5, &base[5]), Result::Success);
+  EXPECT_EQ(ipc.closed, (std::multiset<unsigned char*>{base[1]}));
+  EXPECT_EQ(cache.size(), 4u);
+  // Call 6 opens key 6: key 3, last used three calls ago, closes; keys 2, 4 and 5 stay.
+  ASSERT_EQ(cache.get(key(6), 6, &base[0]), Result::Success);
+  EXPECT_EQ(ipc.closed, (std::multiset<unsigned char*>{base[1], base[3]}));
+  EXPECT_EQ(ipc.drains, 3u);
+  cache.close_all();
+  EXPECT_EQ(ipc.closed.size(), 6u);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(PeerMappingCache, AFailedOpenCachesNothing) {
+  FakeIpc ipc;
+  MappingCache cache(2, ipc.hooks());
+  unsigned char* base = nullptr;
+  ipc.fail_next_open = Result::UnhandledCudaError;
+  EXPECT_EQ(cache.get(key(7), 1, &base), Result::UnhandledCudaError);
+  EXPECT_EQ(cache.size(), 0u);
+  ASSERT_EQ(cache.get(key(7), 2, &base), Result::Success);
+  EXPECT_EQ(ipc.opens, 1u);
+}
+
+}  // namespace
+}  // namespace braid::peer
