@@ -119,6 +119,10 @@ def parse_nccl_tests(log):
                 oob += int(m.group(1))
             continue
         toks = s.split()
+        # Collectives without an operator (hypercube) print a blank redop column: the root comes
+        # where the operator would.
+        if len(toks) >= 4 and is_int(toks[0]) and is_int(toks[1]) and not is_num(toks[2]) and is_int(toks[3]):
+            toks.insert(3, "-")
         starts_row = (len(toks) >= 5 and is_int(toks[0]) and is_int(toks[1]) and not is_num(toks[2])
                       and is_int(toks[4]))
         if starts_row:
@@ -146,8 +150,9 @@ def parse_nccl_tests(log):
 
 def summarise_nccl_tests(log, out):
     p = parse_nccl_tests(log)
+    # A log without a single row checked nothing: a failure too, not a pass.
     bad = bool(p["wrong"] or p["cut"] or log.failures or p["oob"] or log.timed_out
-               or not p["concluded"] or (log.rc not in (None, 0)))
+               or not p["concluded"] or (log.rc not in (None, 0)) or not p["rows"])
     out.append(f"rows={len(p['rows'])} wrong={len(p['wrong'])} cut_short={len(p['cut'])} "
                f"failures={len(log.failures)} oob={p['oob']} concluded={'yes' if p['concluded'] else 'NO'} "
                f"warn={len(log.warns)}")

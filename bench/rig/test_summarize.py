@@ -119,6 +119,20 @@ class SummarizeTest(unittest.TestCase):
         self.assertTrue(any("TIMEOUT" in l for l in lines))
         self.assertTrue(any("CUT SHORT" in l and "268435456" in l for l in lines))
 
+    def test_rows_without_an_operator(self):
+        # hypercube prints a blank redop; a time of 100 ms or more prints with no decimals.
+        text = START + header()
+        for size, time_us in ((1024, 10.5), (67108864, 101171.0)):
+            text += preamble(size, size // 16, "float", "", -1) + body(time_us) + body(time_us, 2) + "\n"
+        bad, lines = self.check("braid_n4_hypercube.log", run_sh(CMD, text + footer()))
+        self.assertTrue(bad)
+        self.assertIn("rows=2 wrong=2 cut_short=0", lines[1])
+
+    def test_no_rows_is_not_a_pass(self):
+        bad, lines = self.check("braid_n2_hypercube.log", run_sh(CMD, START + header() + footer()))
+        self.assertTrue(bad)
+        self.assertIn("rows=0", lines[1])
+
     def test_nccl_failure_line(self):
         text = START + header() + "host: Test NCCL failure common.cu:1190 'remote process exited or there was a network error / '\n"
         bad, lines = self.check("braid_n2_broadcast.log", run_sh(CMD, text, rc=3))
