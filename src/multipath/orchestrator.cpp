@@ -7,7 +7,6 @@
 #include <new>
 #include <string>
 
-#include "api/call.h"
 #include "cuda/driver_calls.h"
 #include "api/comm.h"
 #include "api/nccl_calls.h"
@@ -15,6 +14,10 @@
 #include "balance/tuning_cache.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "multipath/nccl_share_path.h"
+#include "multipath/pcie_share_path.h"
+#include "multipath/peer_share_path.h"
+#include "peer/peer_path.h"
 
 namespace braid::multipath {
 
@@ -36,12 +39,6 @@ std::string op_text(ncclRedOp_t op) {
 Result Orchestrator::cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Result::Success;
   return fail(Result::UnhandledCudaError, "multipath (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
-}
-
-Result Orchestrator::nccl_result(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return Result::Success;
-  const char* text = nccl_.ncclGetErrorString ? nccl_.ncclGetErrorString(r) : "";
-  return fail(static_cast<Result>(r), "multipath: NCCL's share (%s) failed: %s", what, text);
 }
 
 Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out) {
@@ -74,20 +71,28 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   BRAID_TRY(r);
 
   // Both are Choice settings: the settings layer admits only their listed values.
-  o->copy_based_ = settings().split_nccl_share == "copy";
+  const bool copy_based = settings().split_nccl_share == "copy";
   const std::string& nvlink_path = settings().nvlink_path;
   bool nvlink = false;
   for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
   // auto: only where the GPUs share NVLink (peer copies between GPUs on PCIe alone are unmeasured).
   if (nvlink_path == "copy" || (nvlink_path == "auto" && nvlink)) {
     // Collective: every rank learns the same answer. The caller's device is restored after.
-    const Result made = peer::PeerPath::create(o->braid_, &o->peer_);
+    std::unique_ptr<peer::PeerPath> peer;
+    const Result made = peer::PeerPath::create(o->braid_, &peer);
     cudaSetDevice(previous);
+    if (made == Result::Success) {
+      o->nvlink_paths_.push_back(std::make_unique<PeerSharePath>(std::move(peer)));
+      o->copy_engines_ = o->nvlink_paths_.back().get();
+    }
     if (made != Result::Success && nvlink_path == "copy")
       BRAID_WARN(Init, "multipath: BRAID_NVLINK_PATH=copy, but %s; NCCL carries the NVLink share", last_error());
     else if (made != Result::Success)
       BRAID_INFO(Init, "multipath: no copy-engine NVLink path (%s); NCCL carries the NVLink share", last_error());
   }
+
+  o->nvlink_paths_.push_back(std::make_unique<NcclSharePath>(comm, nccl, o->rank_, o->nranks_, copy_based));
+  o->pcie_path_ = std::make_unique<PcieSharePath>(o->braid_);
 
   std::unique_ptr<balance::Balancer> balancer;
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
@@ -116,7 +121,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   }
   BRAID_INFO(Init, "multipath: rank %d/%d on GPU %d splits collectives of %lld bytes and more across "
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
-             static_cast<long long>(min_bytes), o->peer_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
+             static_cast<long long>(min_bytes), o->copy_engines_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->ledger_->table().balancer_name()).c_str());
   if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
@@ -156,7 +161,9 @@ Orchestrator::~Orchestrator() {
       balance::save_tuning_cache(ledger_->table(), settings().tuning_cache);
   }
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
-  if (scratch_ != nullptr) cudaFree(scratch_);
+  // Before braid's communicator, which the paths use.
+  nvlink_paths_.clear();
+  pcie_path_.reset();
   for (const CallEvents& e : all_events_) {
     cudaEventDestroy(e.fork);
     cudaEventDestroy(e.fork_untimed);
@@ -188,140 +195,40 @@ static RedOp builtin_or_premulsum(ncclRedOp_t op) {
   return op < ncclNumOps ? static_cast<RedOp>(op) : RedOp::PreMulSum;
 }
 
+// The call with its operator as braid names it, resolved no further (the share's scalar comes later).
+static ShareCall share_of(const SplitCall& call) {
+  ShareCall share;
+  share.call = call;
+  share.op = builtin_or_premulsum(call.op);
+  return share;
+}
+
 bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
-  return peer_ && peer_->carries(call.collective, builtin_or_premulsum(call.op));
+  return copy_engines_ != nullptr && copy_engines_->carries(share_of(call));
 }
 
 void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
 
 void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
 
-// NVLink's share: the first `elements` of every block, straight into the caller's buffers.
-// AllReduce, Broadcast and Reduce have one block: NCCL's own call on its head. AllGather and
-// ReduceScatter blocks are strided, which NCCL's own AllGather/ReduceScatter cannot address:
-// point-to-point sends (AllGather) and one Reduce per block (ReduceScatter) land them in place
-// with no extra device copy. BRAID_SPLIT_NCCL_SHARE=copy runs NCCL's own AllGather/ReduceScatter
-// on a packed scratch buffer instead, with a device copy per block out (or in).
-Result Orchestrator::nccl_share(const SplitCall& call, size_t elements, cudaStream_t s) {
-  const size_t esize = datatype_size(static_cast<DataType>(call.type));
-  const size_t block = call.count * esize;
-  const auto* send = static_cast<const unsigned char*>(call.send);
-  auto* recv = static_cast<unsigned char*>(call.recv);
-  bool carried = false;
-  BRAID_TRY(peer_share(call, elements, s, &carried));
-  if (carried) return Result::Success;
-  if (copy_based_ && (call.collective == Collective::AllGather || call.collective == Collective::ReduceScatter))
-    return nccl_share_copied(call, elements, s);
-  switch (call.collective) {
-    case Collective::AllReduce:
-    case Collective::Broadcast:
-    case Collective::Reduce: {
-      SplitCall head = call;
-      head.count = elements;
-      return nccl_whole(head, s);
+Result Orchestrator::nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream,
+                                  const SharePath** carrier) {
+  for (const auto& path : nvlink_paths_) {
+    if (!path->carries(share)) continue;
+    bool carried = false;
+    BRAID_TRY(path->enqueue(share, range, stream, &carried));
+    if (carried) {
+      *carrier = path.get();
+      return Result::Success;
     }
-    case Collective::AllGather: {
-      unsigned char* mine = recv + static_cast<size_t>(rank_) * block;
-      if (mine != send) BRAID_TRY(cuda(cudaMemcpyAsync(mine, send, elements * esize, cudaMemcpyDeviceToDevice, s),
-                                       "cudaMemcpyAsync (own block)"));
-      BRAID_TRY(nccl_result(nccl_.ncclGroupStart(), "ncclGroupStart"));
-      Result r = Result::Success;
-      for (int p = 0; p < nranks_ && r == Result::Success; ++p) {
-        if (p == rank_) continue;
-        r = nccl_result(nccl_.ncclSend(send, elements, call.type, p, comm_, s), "ncclSend");
-        if (r == Result::Success)
-          r = nccl_result(nccl_.ncclRecv(recv + static_cast<size_t>(p) * block, elements, call.type, p, comm_, s),
-                          "ncclRecv");
-      }
-      const Result end = nccl_result(nccl_.ncclGroupEnd(), "ncclGroupEnd");
-      return r != Result::Success ? r : end;
+    if (path.get() == copy_engines_ && !peer_refused_logged_) {
+      peer_refused_logged_ = true;
+      BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared through CUDA IPC; "
+                 "NCCL carries the NVLink share of such calls");
     }
-    case Collective::ReduceScatter: {
-      BRAID_TRY(nccl_result(nccl_.ncclGroupStart(), "ncclGroupStart"));
-      Result r = Result::Success;
-      for (int root = 0; root < nranks_ && r == Result::Success; ++root)
-        r = nccl_result(nccl_.ncclReduce(send + static_cast<size_t>(root) * block, recv, elements, call.type, call.op,
-                                     root, comm_, s),
-                        "ncclReduce");
-      const Result end = nccl_result(nccl_.ncclGroupEnd(), "ncclGroupEnd");
-      return r != Result::Success ? r : end;
-    }
-    default:
-      return fail(Result::InternalError, "multipath: %s is not split",
-                  std::string(collective_name(call.collective)).c_str());
   }
-}
-
-Result Orchestrator::peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried) {
-  *carried = false;
-  last_share_copied_ = false;
-  if (!rides_copy_engines(call)) return Result::Success;
-  BRAID_TRY(peer_->run(call.collective, call.send, call.recv, call.count, static_cast<DataType>(call.type),
-                       builtin_or_premulsum(call.op),
-                       elements, stream, carried));
-  last_share_copied_ = *carried;
-  if (!*carried && !peer_refused_logged_) {
-    peer_refused_logged_ = true;
-    BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared through CUDA IPC; "
-               "NCCL carries the NVLink share of such calls");
-  }
-  return Result::Success;
-}
-
-// The copy-based NCCL share of AllGather and ReduceScatter: the heads of the blocks (`elements`
-// each) packed in scratch, NCCL's own collective on them, and a strided copy between scratch and
-// the caller's blocks.
-Result Orchestrator::nccl_share_copied(const SplitCall& call, size_t elements, cudaStream_t s) {
-  const size_t esize = datatype_size(static_cast<DataType>(call.type));
-  const size_t head = elements * esize, block = call.count * esize;
-  const size_t packed = head * static_cast<size_t>(nranks_);
-  if (packed > scratch_bytes_) {
-    // cudaFree and cudaMalloc wait for the device: no earlier share still uses the old buffer.
-    if (scratch_ != nullptr) cudaFree(scratch_);
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    BRAID_TRY(cuda(cudaMalloc(&scratch_, packed), "cudaMalloc (NCCL share scratch)"));
-    scratch_bytes_ = packed;
-  }
-  const auto n = static_cast<size_t>(nranks_);
-  // One copy per block (a handful): a 2D copy's pitch is limited, a block may be gigabytes.
-  auto* scratch = static_cast<unsigned char*>(scratch_);
-  const auto* send = static_cast<const unsigned char*>(call.send);
-  auto* recv = static_cast<unsigned char*>(call.recv);
-  if (call.collective == Collective::AllGather) {
-    BRAID_TRY(nccl_result(nccl_.ncclAllGather(call.send, scratch_, elements, call.type, comm_, s), "ncclAllGather"));
-    for (size_t r = 0; r < n; ++r)
-      BRAID_TRY(cuda(cudaMemcpyAsync(recv + r * block, scratch + r * head, head, cudaMemcpyDeviceToDevice, s),
-                     "cudaMemcpyAsync (a gathered head into its block)"));
-    return Result::Success;
-  }
-  for (size_t r = 0; r < n; ++r)
-    BRAID_TRY(cuda(cudaMemcpyAsync(scratch + r * head, send + r * block, head, cudaMemcpyDeviceToDevice, s),
-                   "cudaMemcpyAsync (a block head into scratch)"));
-  return nccl_result(nccl_.ncclReduceScatter(scratch_, call.recv, elements, call.type, call.op, comm_, s),
-                     "ncclReduceScatter");
-}
-
-// The whole call on NCCL, on stream `s`.
-Result Orchestrator::nccl_whole(const SplitCall& call, cudaStream_t s) {
-  const size_t n = call.count;
-  switch (call.collective) {
-    case Collective::AllReduce:
-      return nccl_result(nccl_.ncclAllReduce(call.send, call.recv, n, call.type, call.op, comm_, s), "ncclAllReduce");
-    case Collective::AllGather:
-      return nccl_result(nccl_.ncclAllGather(call.send, call.recv, n, call.type, comm_, s), "ncclAllGather");
-    case Collective::ReduceScatter:
-      return nccl_result(nccl_.ncclReduceScatter(call.send, call.recv, n, call.type, call.op, comm_, s),
-                         "ncclReduceScatter");
-    case Collective::Broadcast:
-      return nccl_result(nccl_.ncclBroadcast(call.send, call.recv, n, call.type, call.root, comm_, s),
-                         "ncclBroadcast");
-    case Collective::Reduce:
-      return nccl_result(nccl_.ncclReduce(call.send, call.recv, n, call.type, call.op, call.root, comm_, s), "ncclReduce");
-    default:
-      return fail(Result::InternalError, "multipath: %s is not split",
-                  std::string(collective_name(call.collective)).c_str());
-  }
+  return fail(Result::InternalError, "multipath: no NVLink path carries %s",
+              std::string(collective_name(share.call.collective)).c_str());
 }
 
 // ---- the calling thread ----
@@ -347,21 +254,17 @@ void Orchestrator::record_failure(Result r) {
 }
 
 Result Orchestrator::resolve_op(const SplitCall& call, Job* job) const {
-  if (!collective_reduces(call.collective)) return Result::Success;
-  if (call.op < ncclNumOps) {
-    job->op = static_cast<RedOp>(call.op);  // built-in operators have the same values
-    return Result::Success;
-  }
+  job->share = share_of(call);  // built-in operators have the same values as braid's
+  if (!collective_reduces(call.collective) || call.op < ncclNumOps) return Result::Success;
   const auto spec = premulsum_.find(call.op);
   if (spec == premulsum_.end())
     return fail(Result::InvalidArgument, "multipath: reduction op %d was not made on this communicator", call.op);
   if (static_cast<int>(spec->second.type) != static_cast<int>(call.type))
     return fail(Result::InvalidArgument, "multipath: PreMulSum op %d was made for another datatype", call.op);
-  job->op = RedOp::PreMulSum;
   if (spec->second.residence == ncclScalarDevice)
     job->device_scalar = spec->second.device_pointer;
   else
-    job->scalar = reduce::OpScalar::from_bytes(static_cast<DataType>(call.type), spec->second.host_value);
+    job->share.scalar = reduce::OpScalar::from_bytes(static_cast<DataType>(call.type), spec->second.host_value);
   return Result::Success;
 }
 
@@ -489,10 +392,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // would wait for it.
   if (!job.pcie()) {
     // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
-    bool carried = false;
-    Result r = peer_share(call, call.count, stream, &carried);
-    if (r == Result::Success && !carried) r = nccl_whole(call, stream);
-    job.record.nvlink_copy = carried;
+    const SharePath* carrier = nullptr;
+    const Result r = nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &carrier);
+    job.record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
     if (r == Result::Success) settle_nccl_only(job);
     else settle_failed(job);
     return r;
@@ -503,15 +405,15 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // The fork (braid's share waits for it) and NCCL's share right after it on the caller's stream:
   // both shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job.fork(), stream), "cudaEventRecord (fork)");
-  last_share_copied_ = false;
-  if (r == Result::Success && nccl_elements > 0) r = nccl_share(call, nccl_elements, stream);
+  const SharePath* carrier = nullptr;
+  if (r == Result::Success && nccl_elements > 0) r = nvlink_share(job.share, ShareRange{0, nccl_elements}, stream, &carrier);
   if (r == Result::Success && job.timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   if (r != Result::Success) {
     give_back_events(job.events);
     settle_failed(job);
     return r;
   }
-  job.record.nvlink_copy = last_share_copied_;
+  job.record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
   if (!async_) {
     // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
     const CallEvents events = e;
@@ -635,13 +537,14 @@ Result Orchestrator::pcie_share(Job& job) {
     BRAID_TRY(cuda(cudaMemcpyAsync(bytes, job.device_scalar, datatype_size(type), cudaMemcpyDeviceToHost, pcie_stream_),
                    "cudaMemcpyAsync (the PreMulSum scalar)"));
     BRAID_TRY(cuda(cudaStreamSynchronize(pcie_stream_), "cudaStreamSynchronize (the PreMulSum scalar)"));
-    job.scalar = reduce::OpScalar::from_bytes(type, bytes);
+    job.share.scalar = reduce::OpScalar::from_bytes(type, bytes);
   }
-  const api::Call c{call.collective, call.send, call.recv, call.count, call.type, call.op, call.root};
-  const Result r = api::run_resolved(braid_, c, job.op, job.op == RedOp::PreMulSum ? &job.scalar : nullptr,
-                                     pcie_stream_, engine::BlockRange{job.record.nccl_elements, job.record.pcie_elements});
+  bool carried = false;
+  const Result r = pcie_path_->enqueue(job.share, ShareRange{job.record.nccl_elements, job.record.pcie_elements},
+                                       pcie_stream_, &carried);
   cudaSetDevice(device_);
   BRAID_TRY(r);
+  if (!carried) return fail(Result::InternalError, "multipath: braid's PCIe path refused its share");
   BRAID_TRY(cuda(cudaEventRecord(job.events.pcie_end, pcie_stream_), "cudaEventRecord"));
   const CUresult w = cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_,
                                                          job.record.call, 0);

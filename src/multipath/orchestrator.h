@@ -34,10 +34,9 @@
 #include "braid/braid.h"
 #include "common/result.h"
 #include "api/nccl_calls.h"
+#include "multipath/share_path.h"
 #include "multipath/split_call.h"
 #include "multipath/split_ledger.h"
-#include "peer/peer_path.h"
-#include "reduce/reduce.h"
 
 namespace braid::multipath {
 
@@ -116,8 +115,7 @@ class Orchestrator {
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
     bool timed() const { return ledger.timed; }             // and both paths are timed
     cudaEvent_t fork() const { return timed() ? events.fork : events.fork_untimed; }
-    RedOp op = RedOp::Sum;
-    reduce::OpScalar scalar;              // PreMulSum's, host-immediate
+    ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
   };
   // A split call's per-path times, the slowest rank's, as every rank agreed them.
@@ -129,14 +127,11 @@ class Orchestrator {
   };
 
   Orchestrator() = default;
-  Result nccl_share(const SplitCall& call, size_t elements, cudaStream_t stream);
-  // The NVLink share on braid's copy-engine path (BRAID_NVLINK_PATH) when it carries this call:
-  // *carried says whether it did (else NCCL moves the share).
-  Result peer_share(const SplitCall& call, size_t elements, cudaStream_t stream, bool* carried);
+  // The NVLink share `range` on the first NVLink path that carries it (braid's copy engines where
+  // BRAID_NVLINK_PATH gives them this call, else NCCL); *carrier names it.
+  Result nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, const SharePath** carrier);
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share.
   bool rides_copy_engines(const SplitCall& call) const;
-  Result nccl_share_copied(const SplitCall& call, size_t elements, cudaStream_t stream);
-  Result nccl_whole(const SplitCall& call, cudaStream_t stream);
   Result resolve_op(const SplitCall& call, Job* job) const;
   Result take_events(CallEvents* out);
   void give_back_events(const CallEvents& events);
@@ -159,7 +154,6 @@ class Orchestrator {
   // does the same at the same call (drain, destroy).
   Result apply_settled(uint64_t call, bool beyond_lag = false);
   Result cuda(cudaError_t e, const char* what);
-  Result nccl_result(ncclResult_t r, const char* what);
   void trace(const SplitRecord& r);
 
   ncclComm_t comm_ = nullptr;
@@ -167,12 +161,12 @@ class Orchestrator {
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t pcie_stream_ = nullptr;
-  bool copy_based_ = false;  // BRAID_SPLIT_NCCL_SHARE=copy
-  std::unique_ptr<peer::PeerPath> peer_;  // BRAID_NVLINK_PATH=copy or auto (AllGather)
+  // The paths, behind one interface: NVLink's in the order they are offered a share (braid's copy
+  // engines first where BRAID_NVLINK_PATH made them, NCCL last, which carries anything), and PCIe's.
+  std::vector<std::unique_ptr<SharePath>> nvlink_paths_;
+  const SharePath* copy_engines_ = nullptr;  // among nvlink_paths_, when made
+  std::unique_ptr<SharePath> pcie_path_;
   bool peer_refused_logged_ = false;
-  bool last_share_copied_ = false;  // the latest NVLink share went over the copy engines
-  void* scratch_ = nullptr;  // the packed heads of the copy-based NCCL share
-  size_t scratch_bytes_ = 0;
   // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;
