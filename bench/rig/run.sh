@@ -140,7 +140,8 @@ launch() {
 # and unsplit sizes (braid sends collectives under 1 MiB to NCCL alone here). 256 MB, where braid's
 # path runs in many slices, has a run of its own with every type and RIG_LARGE_OPS (default sum:
 # 60 rows; "all" makes it the whole 240-row matrix, about 4x the time, for a call of its own).
-colls=(all_reduce reduce_scatter reduce all_gather broadcast)
+# RIG_COLLS narrows the matrix to some collectives (a check of one path setting, say).
+read -r -a colls <<< "${RIG_COLLS:-all_reduce reduce_scatter reduce all_gather broadcast}"
 common=(-d all -c 1 -n 1 -w 0 -T 40)
 baseline_done=0
 suite_correctness() {
