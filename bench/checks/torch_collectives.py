@@ -8,6 +8,9 @@ Launch with torchrun, one process per rank (on one GPU through bench/rig/one-gpu
 Checks, for several sizes (the large ones are split by braid): all_reduce with SUM, AVG and
 PREMUL_SUM (a different factor on every rank, as FSDP's gradient divide factors are), and
 reduce_scatter_tensor / all_gather_into_tensor, against values computed here from the inputs.
+Then several communicators in one process: two subgroups made by ncclCommSplit (init with a
+device_id makes PyTorch split) and the default group, calls interleaved across them. With
+TORCH_NCCL_USE_COMM_NONBLOCKING=1 every communicator is a non-blocking one.
 Inputs are small integers, so every result is exact in every type tried. Then the host time of
 dist.all_reduce (how long the call takes to return; the stream waits, not the thread), median of
 many calls, per size. Rank 0 prints one line per check and a JSON summary; exit 1 on any wrong
@@ -35,10 +38,11 @@ def inputs(rank, n, dtype, device):
 
 
 def main():
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
     torch.cuda.set_device(device)
+    # A device_id makes the default communicator eagerly, and new groups split from it.
+    dist.init_process_group("nccl", device_id=device)
+    rank, world = dist.get_rank(), dist.get_world_size()
     sizes = [int(s) for s in os.environ.get("CHECK_SIZES", "4096,1048576,16777216,67108864").split(",")]
     wrong = 0
     lines = []
@@ -85,6 +89,24 @@ def main():
             check(f"all_gather {dtype} {nbytes} B", gathered, torch.cat(every).to(dtype))
     torch.cuda.synchronize()
 
+    # Several communicators in one process, made by ncclCommSplit: two subgroups over every rank,
+    # their calls interleaved with the default group's, at a size braid splits.
+    groups = [None, dist.new_group(list(range(world))), dist.new_group(list(reversed(range(world))))]
+    n = (16 << 20) // 4
+    n -= n % world
+    every = [inputs(r, n, torch.float32, "cpu").double() for r in range(world)]
+    mine = inputs(rank, n, torch.float32, device)
+    for round_ in range(3):
+        outs = []
+        for g in groups:
+            t = mine.clone()
+            dist.all_reduce(t, group=g)
+            outs.append(t)
+        for i, t in enumerate(outs):
+            check(f"all_reduce sum float32 {n * 4} B, communicator {i} (round {round_})", t,
+                  sum(every).to(torch.float32))
+    torch.cuda.synchronize()
+
     # Host time per call: how long dist.all_reduce takes to return, streams left running.
     host = {}
     for nbytes in [4096, 1 << 20, 16 << 20, 64 << 20, 256 << 20]:
@@ -104,6 +126,7 @@ def main():
         for line in lines:
             print(line)
         print(json.dumps({"world": world, "wrong": wrong, "checks": len(lines),
+                          "nonblocking": os.environ.get("TORCH_NCCL_USE_COMM_NONBLOCKING", "0"),
                           "host_us_median": host, "preload": os.environ.get("LD_PRELOAD", "")}))
     dist.destroy_process_group()
     sys.exit(1 if wrong else 0)
