@@ -7,6 +7,7 @@
 set -u
 cd "$(dirname "$0")/../../../.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/t"
+export LD_LIBRARY_PATH=$PWD/gpubundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0 CHECK_SIZES=${CHECK_SIZES:-4096,16777216} HOST_CALLS=10
 W=$PWD/bench/rig/one-gpu-rank.sh
 for nb in 0 1; do
