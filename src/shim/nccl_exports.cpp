@@ -55,8 +55,20 @@ void note_exception(const char* api, const char* what) noexcept {
 // Runs an export's body: an exception must not cross the C ABI into the application, so it
 // becomes `fallback()` (ncclInternalError, for the functions returning a result) with a last
 // error naming the API and what was thrown. A thread's cancellation unwinds on.
+// How deep this thread is in braid's exports. NCCL's own functions call some of its public entry
+// points (ncclCommCuDevice on a non-blocking communicator asks ncclCommGetAsyncError whether it is
+// ready), and with LD_PRELOAD those calls land here again, inside the export that called NCCL. Such
+// nested calls go straight to NCCL: braid's logic around them would recurse without end (it did:
+// ncclCommGetAsyncError -> ncclCommCuDevice -> ncclCommGetAsyncError ...) or count a group twice.
+thread_local int t_export_depth = 0;
+bool nested_in_braid() { return t_export_depth > 1; }
+
 template <typename Body, typename Fallback>
 auto guarded_with(const char* api, Body body, Fallback fallback) -> decltype(body()) {
+  struct Depth {
+    Depth() { ++t_export_depth; }
+    ~Depth() { --t_export_depth; }
+  } depth;
   try {
     return body();
   } catch (abi::__forced_unwind&) {
@@ -244,6 +256,7 @@ std::optional<ncclResult_t> refuse(const CallArguments& call, ToNccl to_nccl) {
 // handed to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
 ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
+  if (nested_in_braid()) return to_nccl();
   if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
   if (const std::optional<SplitCall> split = split_call_of(call))
     return split_or_forward(call.comm, *split, stream, to_nccl);
@@ -423,6 +436,7 @@ BRAID_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   return guarded(__func__, [&] {
     const ncclResult_t result = BRAID_FORWARD(ncclCommGetAsyncError, comm, asyncError);
+    if (nested_in_braid()) return result;
     if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
       // NCCL's own error first; else braid's share's, which NCCL cannot know of.
       std::string text;
@@ -591,13 +605,14 @@ BRAID_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t 
 BRAID_EXPORT ncclResult_t ncclGroupStart() {
   return guarded(__func__, [] {
     const ncclResult_t result = BRAID_FORWARD(ncclGroupStart);
-    if (braid_enabled() && result == ncclSuccess) braid::shim::this_thread_group().on_start();
+    if (braid_enabled() && result == ncclSuccess && !nested_in_braid()) braid::shim::this_thread_group().on_start();
     return result;
   });
 }
 
 BRAID_EXPORT ncclResult_t ncclGroupEnd() {
   return guarded(__func__, [] {
+    if (nested_in_braid()) return BRAID_FORWARD(ncclGroupEnd);
     const RealNccl& real = real_nccl();
     const bool reaches_nccl = real.found && real.ncclGroupEnd != nullptr;
     auto& group = braid::shim::this_thread_group();

@@ -475,6 +475,27 @@ TEST(ShimArgumentChecks, InsideAGroupARefusedCallStillReachesNccl) {
 
 // ---- no exception crosses the C ABI ----
 
+// NCCL's queries on a non-blocking communicator call the public ncclCommGetAsyncError, which the
+// drop-in exports too: braid's ncclCommGetAsyncError asks NCCL for the communicator's device, NCCL
+// asks braid's ncclCommGetAsyncError again... That nested call must go straight to NCCL (under
+// PyTorch with TORCH_NCCL_USE_COMM_NONBLOCKING=1 it recursed until the stack overflowed).
+TEST(ShimExportGuard, NcclCallingBackIntoTheDropInDoesNotRecurse) {
+  World& w = world();
+  ncclResult_t async = ncclInProgress;
+  ASSERT_EQ(ncclCommGetAsyncError(w.nonblocking.comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  int device = -1, rank = -1, count = -1;
+  EXPECT_EQ(ncclCommCuDevice(w.nonblocking.comm, &device), ncclSuccess);
+  EXPECT_EQ(ncclCommUserRank(w.nonblocking.comm, &rank), ncclSuccess);
+  EXPECT_EQ(ncclCommCount(w.nonblocking.comm, &count), ncclSuccess);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(count, 2);
+  // A collective on it after that reaches NCCL once.
+  const size_t before = fake_nccl_call_count();
+  EXPECT_EQ(ncclAllReduce(g_send_buffer, g_send_buffer, 16, ncclFloat32, ncclSum, w.nonblocking.comm, kStream), ncclSuccess);
+  EXPECT_EQ(fake_nccl_call_count(), before + 1);
+}
+
 TEST(ShimExportGuard, AnExceptionInsideACallBecomesAnInternalError) {
   World& w = world();
   fake_nccl_throw_next("the fake NCCL threw", true);

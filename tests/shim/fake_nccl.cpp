@@ -159,20 +159,40 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   return ncclSuccess;
 }
 
+}  // extern "C"
+
+namespace {
+// As NCCL's ncclCommEnsureReady (src/init.cc): a query on a non-blocking communicator first asks
+// the *public* ncclCommGetAsyncError whether it is ready, so an interposer (libbraid.so under
+// LD_PRELOAD) gets that call too, from inside its own call into NCCL.
+ncclResult_t ensure_ready(ncclComm_t comm) {
+  if (comm->blocking) return ncclSuccess;
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+  if (r != ncclSuccess) return r;
+  return async == ncclInProgress ? ncclInvalidArgument : async;
+}
+}  // namespace
+
+extern "C" {
+
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
   throw_if_asked();
+  if (const ncclResult_t r = ensure_ready(comm); r != ncclSuccess) return r;
   *count = comm->nranks;
   return ncclSuccess;
 }
 
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
   throw_if_asked();
+  if (const ncclResult_t r = ensure_ready(comm); r != ncclSuccess) return r;
   *device = comm->device;
   return ncclSuccess;
 }
 
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
   throw_if_asked();
+  if (const ncclResult_t r = ensure_ready(comm); r != ncclSuccess) return r;
   *rank = comm->rank;
   return ncclSuccess;
 }
