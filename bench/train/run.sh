@@ -13,7 +13,8 @@
 #              one-GPU rig's bench/rig/one-gpu-rank.sh. Unset: one GPU per rank (cuda:LOCAL_RANK)
 #   SCALE      train.py --scale: rig (default with WRAPPER) or full (default without)
 #   REPS       plain/braid pairs per case (default 2)
-#   CASES      default "ddp-comm-b25 ddp-comm-b256 fsdp ddp-compute"
+#   CASES      default "ddp-comm-b25 ddp-comm-b256 fsdp ddp-compute"; also ddp-comm-b<MB>,
+#              ddp-comm-compiled and fsdp-compiled (torch.compile; give them TIMEOUT=300)
 #   STEPS, WARMUP   train.py --steps/--warmup (default: the scale's preset)
 #   BRAID_LIB  the drop-in (default gpubundle/lib/libbraid.so)
 #   TIMEOUT    seconds per run (default 90 at rig scale, 240 at full; a run takes ~10-20 s). After
@@ -62,6 +63,8 @@ case_args() {
     ddp-comm-b*) echo "--model ddp-comm --bucket-cap-mb ${1#ddp-comm-b}" ;;
     fsdp) echo "--model fsdp" ;;
     ddp-compute) echo "--model ddp-compute" ;;
+    ddp-comm-compiled) echo "--model ddp-comm --compile" ;;
+    fsdp-compiled) echo "--model fsdp --compile" ;;
     *) return 1 ;;
   esac
 }

@@ -14,6 +14,7 @@ Models (--model):
                each block sharded, then the root; all_gather_into_tensor + reduce_scatter_tensor.
   ddp-compute  DDP on a small convolutional residual net with large activations and few
                parameters: compute-bound, its gradient allreduce hides behind backward.
+--compile [MODE] runs any of them through torch.compile (DDP's graph split at its buckets).
 
 Everything that could differ between two runs is pinned (seeds, TF32 off, deterministic algorithms,
 fixed cuBLAS workspace, data from a seeded CPU generator that differs per rank and step), so the
@@ -260,6 +261,9 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float)
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (the DDP models)")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--compile", nargs="?", const="default", default="",
+                   choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
+                   help="torch.compile the wrapped model, in this mode (default: not compiled)")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (its default: 25)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu (with gloo) only to test this script on a machine without a GPU")
@@ -306,13 +310,17 @@ def build(args, device, dtype, world_size, local_rank):
             fully_shard(block, mesh=mesh)
         fully_shard(model, mesh=mesh)
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-        return model, model, opt, params
+        net = torch.compile(model, mode=args.compile) if args.compile else model
+        return model, net, opt, params
 
     ids = [local_rank] if device.type == "cuda" else None
     ddp = DDP(model, device_ids=ids, output_device=local_rank if ids else None,
               bucket_cap_mb=args.bucket_cap_mb)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
-    return model, ddp, opt, params
+    # torch.compile on DDP: its optimizer splits the graph at the buckets, and the gradient
+    # all-reduces still come from DDP's hooks between the compiled pieces.
+    net = torch.compile(ddp, mode=args.compile) if args.compile else ddp
+    return model, net, opt, params
 
 
 def loss_of(args, net, x, y):
