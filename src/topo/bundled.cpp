@@ -1,4 +1,7 @@
-// Bundled topologies: <dir>/<name>.json in BRAID_TOPO_DIR, then the source tree's topologies/.
+// Bundled topologies: <dir>/<name>.json in BRAID_TOPO_DIR, then the topologies/ folder installed
+// beside the binary (the pip package's braid/topologies), then the source tree's topologies/.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -11,9 +14,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// <folder of the binary holding this code>/../topologies, for the executable and for a shared
+// library (libbraid.so) alike: an installed package finds its topologies wherever it was put.
+std::vector<std::string> installed_dirs() {
+  std::vector<fs::path> binaries;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&installed_dirs), &info) != 0 && info.dli_fname != nullptr)
+    binaries.emplace_back(info.dli_fname);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) binaries.push_back(exe);
+  std::vector<std::string> dirs;
+  for (const fs::path& binary : binaries) {
+    const fs::path dir = fs::absolute(binary, ec).parent_path().parent_path() / "topologies";
+    if (!ec && fs::is_directory(dir, ec)) dirs.push_back(fs::weakly_canonical(dir, ec).string());
+  }
+  return dirs;
+}
+
 std::vector<std::string> search_dirs() {
   std::vector<std::string> dirs;
   if (!settings().topo_dir.empty()) dirs.push_back(settings().topo_dir);
+  for (std::string& dir : installed_dirs())
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(std::move(dir));
   dirs.push_back(BRAID_TOPOLOGY_DIR);
   return dirs;
 }

@@ -48,6 +48,7 @@ struct Options {
   bool in_place = false;
   std::string paths = "braid,nccl";
   bool ceiling = false;
+  bool ceiling_only = false;
   bool interference = false;
   bool multipath = false;
   std::string phases;
@@ -140,6 +141,7 @@ int run(int argc, char** argv) {
   app.add_flag("-I,--in-place", o.in_place, "In-place operation (nccl-tests' layout) instead of out-of-place");
   app.add_option("--paths", o.paths, "Which to run: braid, nccl or braid,nccl")->capture_default_str();
   app.add_flag("--ceiling", o.ceiling, "Also measure the PCIe ceiling (all GPUs D2H and H2D at once)");
+  app.add_flag("--ceiling-only", o.ceiling_only, "Measure only the PCIe ceiling (for braid doctor), no table");
   app.add_flag("--multipath", o.multipath,
                "The braid column runs as the drop-in does: each collective split across NCCL and "
                "braid's PCIe path by the balancer (BRAID_BALANCER); small ones go to NCCL alone");
@@ -214,7 +216,7 @@ int run(int argc, char** argv) {
   doc["nccl_version"] = nccl_version;
   doc["rows"] = nlohmann::json::array();
 
-  if (o.ceiling) {
+  if (o.ceiling || o.ceiling_only) {
     const size_t bytes = std::min<size_t>(*max_bytes, size_t{1} << 30);
     const CeilingResult c = measure_pcie_ceiling(devices, bytes, std::max(o.iters / 4, 2));
     std::printf("# PCIe ceiling (%zu bytes, all GPUs both directions at once):\n", bytes);
@@ -226,6 +228,14 @@ int run(int argc, char** argv) {
     std::printf("#  ceiling (slowest GPU and direction): %.2f GB/s\n", c.min_gbps);
     doc["ceiling_gbps"] = c.min_gbps;
     doc["ceiling"] = {{"bytes", bytes}, {"per_gpu", per}};
+  }
+  if (o.ceiling_only) {
+    if (!o.json.empty()) {
+      std::ofstream out(o.json);
+      out << doc.dump(2) << "\n";
+      if (!out) die("cannot write %s", o.json.c_str());
+    }
+    return 0;
   }
 
   RankThreads threads(devices);

@@ -4,13 +4,19 @@
 //              [--chunks N] [--algorithm hierarchical|ring] [--bytes 64M] [--dtype float]
 //              [--root R] [--deterministic] [--in-place] [--cost-only]
 //   braid-plan --list-topologies
+//   braid-plan --show-topology [--topo NAME]   the topology as JSON (default: this machine's)
+//   braid-plan --show-settings                 every BRAID_* setting as JSON, with the value set
+// The last two are what `braid doctor` reads (python/braid/doctor.py).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <optional>
 #include <string>
 
+#include "common/settings.h"
 #include "common/sizes.h"
 #include "dsl/text.h"
 #include "dsl/validator.h"
@@ -32,6 +38,22 @@ std::string join(const std::vector<int>& v) {
 // nccl-tests' algbw: the message size (whole output for the gathering collectives) per second.
 double algbw_gbps(size_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
+// The settings table with each variable's value where the environment sets it (unparsed: a bad
+// value is shown as typed; the settings layer warns about it where it is read).
+std::string settings_json() {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const SettingInfo& s : setting_table()) {
+    // The table keeps each default as written in settings_table.inc: strings in quotes.
+    std::string def = s.default_text;
+    if (def.size() >= 2 && def.front() == '"' && def.back() == '"') def = def.substr(1, def.size() - 2);
+    nlohmann::json row = {{"name", s.env_name}, {"type", s.type}, {"default", def},
+                          {"description", s.description}};
+    if (const char* value = std::getenv(s.env_name)) row["value"] = value;
+    rows.push_back(row);
+  }
+  return rows.dump(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,6 +68,7 @@ int main(int argc, char** argv) {
   std::string dtype_text = "float";
   int root = 0;
   bool deterministic = false, in_place = false, cost_only = false, list_topologies = false;
+  bool show_topology = false, show_settings = false;
   app.add_option("collective", collective_text, "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
   app.add_option("--ranks", ranks, "Number of ranks (default: the topology's GPU count)")->check(CLI::Range(1, 65536));
   app.add_option("--topo", topo_name, "Bundled topology name or JSON file (default: discover this machine)");
@@ -60,7 +83,25 @@ int main(int argc, char** argv) {
   app.add_flag("--in-place", in_place, "Validate with NCCL's in-place buffer aliasing");
   app.add_flag("--cost-only", cost_only, "Print only the cost summary, not the program");
   app.add_flag("--list-topologies", list_topologies, "List the bundled topologies and exit");
+  app.add_flag("--show-topology", show_topology,
+               "Print the topology (--topo, default this machine's, discovered) as JSON and exit");
+  app.add_flag("--show-settings", show_settings, "Print every BRAID_* setting and its value as JSON and exit");
   CLI11_PARSE(app, argc, argv);
+
+  if (show_settings) {
+    std::printf("%s\n", settings_json().c_str());
+    return 0;
+  }
+  if (show_topology) {
+    topo::Topology shown;
+    const Result r = topo_name.empty() ? topo::discover_topology(&shown) : topo::load_topology(topo_name, &shown);
+    if (r != Result::Success) {
+      std::fprintf(stderr, "braid-plan: no topology: %s\n", last_error());
+      return 2;
+    }
+    std::printf("%s\n", topo::save_topology_json(shown).c_str());
+    return 0;
+  }
 
   if (list_topologies) {
     for (const auto& name : topo::bundled_topologies()) {

@@ -1,0 +1,301 @@
+"""`braid doctor`: what braid sees on this machine and what it will do there.
+
+The machine comes from braid's own discovery (braid-plan --show-topology: sysfs and NVML, the code
+the drop-in runs), the settings from braid's settings table (braid-plan --show-settings), the PCIe
+ceiling from braid-bench --ceiling-only, the real NCCL as the drop-in finds it (nccl.py). When
+braid will split is said from the rules of src/shim/pcie_path.cpp and src/multipath/orchestrator.cpp
+(split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
+"""
+
+import dataclasses
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import List, Optional
+
+from braid import tools
+from braid.nccl import find_real_nccl, library_dir_env
+from braid.sizes import format_size
+
+SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
+# What braid's own NVLink path (copy engines, CUDA IPC) carries; the rest leave NVLink to NCCL.
+NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
+# Why a call of a splittable collective and size still goes to NCCL alone (src/shim/pcie_path.cpp).
+ALWAYS_TO_NCCL = [
+    "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; with "
+    "BRAID_SPLIT_GROUPS=1 a group of nothing but such collectives is split after its end",
+    "captured in a CUDA graph: a replay cannot repeat braid's host-driven share",
+    "on a non-blocking communicator, one with an asynchronous error, or one with a single rank",
+    "buffers that are not device (or managed) memory of the communicator's GPU",
+    "FP8 reductions on GPUs below sm90, and PreMulSum operators braid cannot remake",
+    "alltoall, gather, scatter, send/recv: braid has no split for them",
+]
+
+
+def _run_json(argv, env=None, timeout=120):
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({out.returncode}): {out.stderr.strip()[:300]}")
+    return json.loads(out.stdout)
+
+
+def settings_table() -> List[dict]:
+    return _run_json([tools.tool("braid-plan"), "--show-settings"])
+
+
+def discovered_topology() -> dict:
+    return _run_json([tools.tool("braid-plan"), "--show-topology"])
+
+
+def _setting(table: List[dict], name: str) -> str:
+    """The value braid uses: the one set, else (unset, or refused by the settings layer as it
+    refuses it: a Choice outside its list, a number that is none) the default."""
+    for row in table:
+        if row["name"] != name:
+            continue
+        default = row["default"].split("|")[0] if row["type"] == "Choice" else row["default"]
+        value = row.get("value")
+        if value is None:
+            return default
+        if row["type"] == "Choice" and value not in row["default"].split("|"):
+            return default
+        if row["type"] in ("Int", "Double"):
+            try:
+                float(value)
+            except ValueError:
+                return default
+        return value
+    raise KeyError(name)
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclasses.dataclass
+class SplitRule:
+    collective: str
+    pcie_from: Optional[int]   # bytes from which braid's PCIe path takes a share; None: never
+    nvlink_path_from: Optional[int]  # from which braid's own NVLink path carries it; None: NCCL's kernels
+    why_not: str = ""          # when neither applies
+
+
+def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]:
+    """From which size each collective is split, on which paths, as the drop-in decides it."""
+    if _truthy(_setting(table, "BRAID_DISABLE")):
+        return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in SPLIT_COLLECTIVES]
+    if ranks < 2:
+        return [SplitRule(c, None, None, "fewer than 2 GPUs: nothing to split") for c in SPLIT_COLLECTIVES]
+    min_bytes = int(float(_setting(table, "BRAID_SPLIT_MIN_BYTES")))
+    if min_bytes <= 0:
+        # Auto (orchestrator.cpp): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
+        # up to about 64 MB; without NVLink, HyLink's S_min.
+        min_bytes = (128 << 20) if nvlink else (1 << 20)
+    nvlink_path = _setting(table, "BRAID_NVLINK_PATH")
+    own_nvlink = nvlink_path == "copy" or (nvlink_path == "auto" and nvlink)
+    copy_min = max(0, int(float(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES"))))
+    rules = []
+    for c in SPLIT_COLLECTIVES:
+        rides = own_nvlink and c in NVLINK_PATH_COLLECTIVES
+        rules.append(SplitRule(c, min_bytes, copy_min if rides else None))
+    return rules
+
+
+def describe_rule(rule: SplitRule) -> str:
+    if rule.pcie_from is None:
+        return f"{rule.collective:15s} never split: {rule.why_not}"
+    text = f"{rule.collective:15s} from {format_size(rule.pcie_from):>5s}: NVLink share"
+    text += " on braid's copy-engine path" if rule.nvlink_path_from is not None else " on NCCL's kernels"
+    text += " + PCIe share on braid's host-staged path"
+    if rule.nvlink_path_from is not None and rule.nvlink_path_from < rule.pcie_from:
+        text += f"; from {format_size(rule.nvlink_path_from)} braid's NVLink path alone"
+    return text
+
+
+def _link_source(topology: dict, link: dict) -> str:
+    if topology.get("name") != "discovered":
+        return f"from {topology.get('name')}'s file (assumed)"
+    if link["kind"] == "nvlink":
+        return "assumed: NVML's active links x 26.6 GB/s per link"
+    if link["kind"] == "pcie":
+        return "rated: the PCIe link's speed x width in sysfs (not measured)"
+    return "assumed"
+
+
+def topology_lines(topology: dict) -> List[str]:
+    nodes = topology.get("nodes", [])
+    gpus = [n for n in nodes if n["kind"] == "gpu"]
+    numas = [n for n in nodes if n["kind"] == "numa"]
+    lines = [f"NUMA nodes: {len(numas)} (" + ", ".join(f"{n['name']}: {n['cores']} cores" for n in numas) + ")"]
+    lines.append(f"GPUs: {len(gpus)}" + ("" if gpus else " (none found by sysfs and NVML)"))
+    for g in gpus:
+        lines.append(f"  {g['name']}  PCI {g.get('pci_bus_id') or '?'}  on {g.get('numa')}")
+    for link in topology.get("links", []):
+        lines.append(f"  link {link['a']} <-> {link['b']}: {link['kind']}, {link['gbps_ab']:.1f} / "
+                     f"{link['gbps_ba']:.1f} GB/s ({_link_source(topology, link)})")
+    return lines
+
+
+def has_gpu(topology: dict) -> bool:
+    if any(n["kind"] == "gpu" for n in topology.get("nodes", [])):
+        return True
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        probe = subprocess.run([smi, "-L"], capture_output=True, text=True)
+        return probe.returncode == 0 and "GPU" in probe.stdout
+    return False
+
+
+def pytorch_lines() -> List[str]:
+    if importlib.util.find_spec("torch") is None:
+        return ["PyTorch: not importable from this Python (braid run works with any launcher all the same)"]
+    # In a child: importing torch takes seconds and may initialise CUDA.
+    probe = ("import json, torch\n"
+             "nccl = None\n"
+             "try:\n    nccl = '.'.join(map(str, torch.cuda.nccl.version()))\nexcept Exception as e:\n"
+             "    nccl = 'none (%s)' % e\n"
+             "print(json.dumps({'version': torch.__version__, 'cuda': torch.version.cuda, 'nccl': nccl,"
+             " 'file': torch.__file__, 'gpus': torch.cuda.device_count() if torch.cuda.is_available() else 0}))\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        info = json.loads(out.stdout.strip().splitlines()[-1])
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        return ["PyTorch: found but its import failed"]
+    return [f"PyTorch {info['version']} (CUDA {info['cuda']}, its NCCL {info['nccl']}, "
+            f"{info['gpus']} GPUs visible) at {os.path.dirname(info['file'])}"]
+
+
+def pcie_ceiling(real) -> Optional[dict]:
+    """braid-bench --ceiling-only: every GPU copies D2H and H2D at once for a few seconds."""
+    try:
+        bench = tools.tool("braid-bench")
+    except FileNotFoundError:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "ceiling.json")
+        run = subprocess.run([bench, "--ceiling-only", "-b", "256M", "-e", "256M", "-n", "8", "-J", out],
+                             capture_output=True, text=True, env=library_dir_env(real), timeout=120)
+        if run.returncode != 0 or not os.path.exists(out):
+            return {"error": (run.stderr or run.stdout).strip()[:300]}
+        with open(out) as f:
+            return json.load(f)
+
+
+def _attempt(what, fn, fallback):
+    """fn(), or `fallback` with the reason printed when braid's tools cannot answer."""
+    try:
+        return fn()
+    except (FileNotFoundError, RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+        print(f"cannot {what}: {e}")
+        return fallback
+
+
+def _ceiling_lines(gpu: bool, measure: bool, real) -> List[str]:
+    if not gpu:
+        return ["no GPU on this machine: nothing to measure."]
+    if not measure:
+        return ["skipped (--no-measure)"]
+    ceiling = pcie_ceiling(real)
+    if ceiling is None:
+        return ["braid-bench is not built here (it needs the CUDA toolkit at build time)"]
+    if "error" in ceiling:
+        return [f"braid-bench failed: {ceiling['error']}"]
+    lines = [f"  GPU {g['device']}: D2H {g['d2h']:.1f} GB/s, H2D {g['h2d']:.1f} GB/s"
+             for g in ceiling["ceiling"]["per_gpu"]]
+    return lines + [f"  ceiling (slowest GPU and direction): {ceiling['ceiling_gbps']:.1f} GB/s"]
+
+
+def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
+    lines = []
+    ranks = sum(1 for n in topology.get("nodes", []) if n["kind"] == "gpu")
+    nvlink = any(link["kind"] == "nvlink" for link in topology.get("links", []))
+    if not gpu:
+        lines.append("No GPU here, so the drop-in has nothing to split on this machine. What it would do on "
+                     "a machine like h200x2 (2 GPUs on NVLink), with these settings:")
+        ranks, nvlink = 2, True
+    lines += ["  " + describe_rule(rule) for rule in split_policy(table, nvlink, ranks)]
+    lines.append(f"  balancer: {_setting(table, 'BRAID_BALANCER')}; calls return before braid's share ends: "
+                 f"{'yes' if _truthy(_setting(table, 'BRAID_ASYNC')) else 'no (BRAID_ASYNC=0)'}")
+    lines.append("  every other call goes to NCCL alone, and so do these at any size:")
+    for reason in ALWAYS_TO_NCCL:
+        if reason.startswith("inside an NCCL group") and _truthy(_setting(table, "BRAID_SPLIT_GROUPS")):
+            reason += " (BRAID_SPLIT_GROUPS=1 is set)"
+        lines.append("   - " + reason)
+    return lines
+
+
+def settings_lines(table: List[dict], environ=None) -> List[str]:
+    """Every BRAID_* variable set, with those braid does not know or would refuse marked."""
+    env = os.environ if environ is None else environ
+    known = {row["name"]: row for row in table}
+    set_here = sorted(k for k in env if k.startswith("BRAID_"))
+    if not set_here:
+        return ["none (every setting at its default; docs/SETTINGS.md lists them)"]
+    lines = []
+    for name in set_here:
+        row = known.get(name)
+        note = ""
+        if row is None:
+            note = "   UNKNOWN to braid (a typo?)"
+        elif row["type"] == "Choice" and env[name] not in row["default"].split("|"):
+            note = f"   NOT ALLOWED: one of {row['default'].replace('|', ', ')}; braid uses the default"
+        lines.append(f"  {name}={env[name]}{note}")
+    return lines
+
+
+NO_GPU_TEXT = """There is no GPU on this machine, so braid cannot run collectives here. `braid bench` runs the
+simulator instead: braid-sim generates braid's PCIe program for each collective and size on a
+bundled topology (braid topo lists them), lets the cost model choose placement and chunks, and
+predicts its time beside a host-staged ring (the shape of NCCL's SHM path) on the same model.
+Every figure it prints is a prediction, never a measurement."""
+
+
+def report(measure: bool = True) -> int:
+    from braid import __version__
+    print(f"braid {__version__} at {tools.PACKAGE} ({'installed package' if tools.installed() else 'source checkout'})")
+    library = _attempt("find the drop-in", tools.library_path, None)
+    if library:
+        print(f"drop-in: {library}   (braid run -- CMD preloads it)")
+
+    print("\n== machine (braid's discovery: sysfs and NVML) ==")
+    topology = _attempt("discover", discovered_topology, {"nodes": [], "links": []})
+    for line in topology_lines(topology):
+        print(line)
+    gpu = has_gpu(topology)
+
+    print("\n== NCCL and PyTorch ==")
+    real = find_real_nccl()
+    print(f"real NCCL: {real.path}, version {real.version_text()}, found via {real.how}" if real.path
+          else f"real NCCL: {real.how}")
+    for line in pytorch_lines():
+        print(line)
+
+    print("\n== PCIe ceiling (all GPUs D2H and H2D at once, measured) ==")
+    for line in _ceiling_lines(gpu, measure, real):
+        print(line)
+
+    table = _attempt("read braid's settings", settings_table, None)
+    if table is None:
+        return 1
+    print("\n== what braid splits (per communicator; docs/MULTIPATH.md) ==")
+    for line in _split_lines(table, topology, gpu):
+        print(line)
+    print("\n== BRAID_* settings set ==")
+    for line in settings_lines(table):
+        print(line)
+    if not gpu:
+        print("\n== no GPU ==")
+        print(NO_GPU_TEXT)
+    return 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("doctor", help="what braid sees on this machine and what it will do there")
+    p.add_argument("--no-measure", action="store_true", help="skip the PCIe ceiling measurement")
+    p.set_defaults(func=lambda args, extra: report(measure=not args.no_measure))
+    return p
+
