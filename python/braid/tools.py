@@ -4,7 +4,8 @@ An installed package (`pip install .`) carries them inside itself (braid/bin, br
 braid/topologies; python/CMakeLists.txt). A source checkout run as `PYTHONPATH=python python -m
 braid` finds them in its build folder (BRAID_BUILD_DIR, default build/ beside the sources).
 BRAID_BUILD_DIR, when set, is asked first, so a developer can point an installed command at a
-fresh build.
+fresh build; it may also be a flat folder of binaries with lib/ beside them (the GPU machine's
+gpubundle/, bench/make_gpubundle.sh).
 """
 
 import os
@@ -34,6 +35,8 @@ def _tool_candidates(name: str):
     explicit = _explicit_build_dir()
     if explicit:
         yield explicit / "tools" / name / name
+        yield explicit / "bin" / name
+        yield explicit / name
     yield PACKAGE / "bin" / name
     if not explicit and (CHECKOUT / "CMakeLists.txt").is_file():
         yield CHECKOUT / "build" / "tools" / name / name
@@ -60,7 +63,7 @@ def library_path() -> str:
     explicit = _explicit_build_dir()
     tried = []
     if explicit:
-        tried.append(explicit / "src" / "shim" / "libbraid.so")
+        tried += [explicit / "src" / "shim" / "libbraid.so", explicit / "lib" / "libbraid.so"]
     tried.append(PACKAGE / "lib" / "libbraid.so")
     if not explicit and (CHECKOUT / "CMakeLists.txt").is_file():
         tried.append(CHECKOUT / "build" / "src" / "shim" / "libbraid.so")

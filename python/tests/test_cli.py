@@ -1,9 +1,10 @@
 import json
 import os
+import pathlib
 import tempfile
 import unittest
 
-from braid import cli
+from braid import cli, tools
 from braid.sizes import format_size, parse_size
 
 
@@ -27,20 +28,22 @@ class SizeTest(unittest.TestCase):
 
 class CliTest(unittest.TestCase):
     def test_missing_tool_is_a_clear_error(self):
-        old = os.environ.get("BRAID_BUILD_DIR")
-        os.environ["BRAID_BUILD_DIR"] = tempfile.mkdtemp()
+        # A braid with no tools anywhere: no package bin/, no checkout build/, nothing on PATH.
+        empty = pathlib.Path(tempfile.mkdtemp())
+        saved = (tools.PACKAGE, tools.CHECKOUT, os.environ.get("BRAID_BUILD_DIR"), os.environ["PATH"])
+        tools.PACKAGE, tools.CHECKOUT = empty / "braid", empty
+        os.environ.pop("BRAID_BUILD_DIR", None)
+        os.environ["PATH"] = ""
         try:
-            path = os.environ["PATH"]
-            os.environ["PATH"] = ""
-            try:
-                self.assertEqual(cli.main(["plan", "allreduce"]), 2)
-            finally:
-                os.environ["PATH"] = path
+            with self.assertRaises(FileNotFoundError) as raised:
+                tools.tool("braid-plan")
+            self.assertIn("braid-plan is not built", str(raised.exception))
+            self.assertEqual(cli.main(["plan", "allreduce"]), 2)
         finally:
-            if old is None:
-                del os.environ["BRAID_BUILD_DIR"]
-            else:
-                os.environ["BRAID_BUILD_DIR"] = old
+            tools.PACKAGE, tools.CHECKOUT = saved[0], saved[1]
+            if saved[2] is not None:
+                os.environ["BRAID_BUILD_DIR"] = saved[2]
+            os.environ["PATH"] = saved[3]
 
     def test_plot_reads_rows(self):
         try:
