@@ -115,7 +115,9 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
                settings().tuning_cache.c_str());
   }
   if (!settings().split_trace.empty() && o->rank_ == 0) {
-    o->trace_ = std::fopen(settings().split_trace.c_str(), "w");
+    // Appended to: every split communicator of every process may write the same file (O_APPEND
+    // keeps each line whole); `braid run --trace` removes the file before the run.
+    o->trace_ = std::fopen(settings().split_trace.c_str(), "a");
     if (o->trace_ == nullptr)
       BRAID_WARN(Balance, "multipath: cannot write the split trace %s", settings().split_trace.c_str());
   }
