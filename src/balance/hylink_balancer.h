@@ -10,7 +10,7 @@
 //   max_backoff), a call where PCIe pays (r >= 1+gamma) resets it to 1. The paper's rule probes
 //   on every other call, and each probe pays the PCIe path's fixed latency (~0.2 ms here).
 //   Until PCIe has paid once at this size the backoff grows to unpaid_backoff instead: where
-//   braid's own NVLink path leaves PCIe nothing to gain (256 MB all_reduce, run 11) a probe every
+//   braid's own NVLink path leaves PCIe nothing to gain (256 MB all_reduce, docs/PERFORMANCE.md) a probe every
 //   few calls was pure cost, and under PCIe bursts each one cost 60x a call.
 // - The decrease is alpha *= r instead of halving: halving throws away half of a share that was
 //   nearly right when r is just below 1-gamma, and needs several calls to leave PCIe when
@@ -36,7 +36,7 @@ struct HyLinkParams {
   int congested_backoff = 1;
   // ... while PCIe has not paid at this size yet (no call with r >= 1+gamma): there is no share to
   // come back to, so probes only check whether the machine changed, and each one costs a call
-  // (run 11: 0.1 ms of a 0.77 ms 256 MB all_reduce when quiet, 55 ms under PCIe bursts).
+  // (docs/PERFORMANCE.md: 0.1 ms of a 0.77 ms 256 MB all_reduce when quiet, 55 ms under PCIe bursts).
   int unpaid_backoff = 64;
   // Step to where the paths' times meet under "PCIe time = fixed + share x per-share time", with
   // the fixed part learned from two recent calls at different shares (see docs/BALANCE.md).

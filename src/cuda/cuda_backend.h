@@ -57,7 +57,7 @@ class CudaBackend final : public device::Backend {
   // Measured on 2x H200 (bench/results/h200x2/sweep.log): all_reduce 16 / 23 / 26.3 / 26.6 GB/s
   // at 1 / 4 / 16 / 64 MiB slices; 16 MiB keeps the device scratch ring at 64 MiB.
   size_t preferred_slice_bytes() const override { return size_t{16} << 20; }
-  // Measured on 2x H200 (bench/results/h200x2/run3/chunks.log): all_reduce 34.4 / 34.3 GB/s at
+  // Measured on 2x H200 (docs/PERFORMANCE.md, chunks per block): all_reduce 34.4 / 34.3 GB/s at
   // 256 MB / 1 GiB with 1 chunk, 34.3 / 36.3 with 4; more chunks start each rank's first
   // download sooner, which the cost model does not see.
   int preferred_chunks() const override { return 4; }

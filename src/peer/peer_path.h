@@ -2,11 +2,11 @@
 // docs/MULTIPATH.md):
 // - AllGather: each GPU's copy engines pull its peers' blocks over NVLink (cudaMemcpyAsync from
 //   another GPU's memory: no SM). On 2x H200 they move 389 GB/s each way at once, where NCCL's
-//   AllGather kernels move 243-274 GB/s per direction (bench/nvlink_probe.cu, run 10).
+//   AllGather kernels move 243-274 GB/s per direction (bench/nvlink_probe.cu; docs/PERFORMANCE.md).
 // - AllReduce: the share is cut into one part per rank; each rank reduces its part of every
 //   rank's input and stores the result into its part of every rank's output (cuda/peer_reduce).
 //   Small shares read the peers' inputs from the kernel over NVLink; large ones have the copy
-//   engines pull them into scratch first, piece by piece (bench/peer_allreduce_probe.cu, run 11:
+//   engines pull them into scratch first, piece by piece (bench/peer_allreduce_probe.cu, docs/PERFORMANCE.md:
 //   1.1-1.6x NCCL's all_reduce alone from 4 MB to 1 GiB).
 //
 // Ordering between GPUs travels through counters in the engine's registered control segment with

@@ -1,4 +1,4 @@
-// The balancer under changing PCIe load (issue 5): one collective size called over phases with
+// The balancer under changing PCIe load: one collective size called over phases with
 // and without background PCIe traffic, each call timed on its own, with the split it used.
 #pragma once
 

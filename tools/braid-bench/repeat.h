@@ -1,5 +1,5 @@
 // --repeat: each row measured several times, braid and NCCL alternately, and reported as the
-// median repetition of each path (issue 5 compares medians; one mean of 20 calls wobbles by a few
+// median repetition of each path (the multipath acceptance compares medians; one mean of 20 calls wobbles by a few
 // percent between rows that run the same code).
 #pragma once
 
