@@ -10,14 +10,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${BRAID_CMAKE_
 cmake --build "$build" -j "$jobs"
 
 # The Python package's tests (pytest; fast, no GPU), against this checkout's python/ and build.
-# pytest and matplotlib come from PyPI into a virtual environment in the build folder when the
-# system's Python lacks them.
-python=python3
-if ! python3 -c "import pytest, matplotlib" 2>/dev/null; then
-  [ -x "$build/python-venv/bin/python" ] || python3 -m venv "$build/python-venv"
-  "$build/python-venv/bin/python" -m pip install -q pytest matplotlib numpy
-  python="$build/python-venv/bin/python"
-fi
+python=$(tools/python_env.sh "$build")
 BRAID_BUILD_DIR="$build" PYTHONPATH=python "$python" -m pytest -q -p no:cacheprovider python/tests
 # The one-GPU rig's log reader (bench/rig/summarize.py), on synthetic nccl-tests output.
 python3 bench/rig/test_summarize.py 2>&1 | tail -1

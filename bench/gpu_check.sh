@@ -4,7 +4,7 @@
 # folder with a summary. Run on the GPU machine from the repository root:
 #
 #   bash bench/gpu_check.sh                 # every part that applies to this machine, in order
-#   bash bench/gpu_check.sh tests main      # some parts: tests main rig train
+#   bash bench/gpu_check.sh tests main      # some parts: tests main phases rig train
 #
 # What it needs: gpubundle/ (bench/make_gpubundle.sh; built here when missing and nvcc and braid's
 # build dependencies are present, as on a developer's GPU machine) and, for the rig, .rig/
@@ -19,6 +19,7 @@
 #   main   with 2+ GPUs: `braid bench` (braid against NCCL alone, JSON and a PNG; --quick when the
 #          budget is short); `braid bench --check` against GPU_CHECK_BASELINE when it is set.
 #          With one GPU: skipped (multipath needs 2 GPUs; the rig covers the drop-in there)
+#   phases with 2+ GPUs: the balancer under PCIe bursts (braid-bench --phases), adapting and static
 #   rig    nccl-tests through the drop-in on the one-GPU rig: correctness 2 and hosttime 2
 #          (RIG_SUITES overrides), within what is left of the budget
 #   train  bench/train/run.sh, plain and preloaded, losses compared (one GPU: the rig's wrapper)
@@ -126,17 +127,19 @@ part_main() {
   local args=(--out "$dir/main" "${quick[@]}")
   [ -n "${GPU_CHECK_BASELINE:-}" ] && args+=(--check "$GPU_CHECK_BASELINE")
   check main_job "$(until_end 10)" "${braid[@]}" bench "${args[@]}"
-  grep -E "REGRESSION|MISSING|PASS$|FAIL$" "$logs/main_job.log" | sed 's/^/    /' >> "$summary"
+  grep -E "^  ratio |REGRESSION|MISSING|PASS$|FAIL$" "$logs/main_job.log" | sed 's/^/    /' >> "$summary"
   [ -f "$dir/main/algbw.png" ] && say "    plot: main/algbw.png"
-  # The balancer under PCIe bursts: all_reduce 256 MB over quiet, noisy and quiet phases, once
-  # adapting and once with a static split tuned in the first quiet phase.
-  if fits 150; then
-    check balancer_phases 140 gpubundle/braid-bench --multipath --paths braid -C all_reduce -b 256M -e 256M -w 30 \
-      --phases off:30,on:30,off:30 --noise-bytes 256M -J "$dir/main/phases.json"
-    grep -A4 "^# phase" "$logs/balancer_phases.log" | sed 's/^/    /' >> "$summary"
-  else
-    say "- not run (budget): balancer_phases"
-  fi
+}
+
+# The balancer under PCIe bursts: all_reduce 256 MB over quiet, noisy and quiet phases, once
+# adapting and once with a static split tuned in the first quiet phase.
+part_phases() {
+  say "## balancer under PCIe bursts"
+  if [ "$gpus" -lt 2 ]; then say "- skipped: one GPU"; return; fi
+  mkdir -p "$dir/main"
+  check balancer_phases 140 gpubundle/braid-bench --multipath --paths braid -C all_reduce -b 256M -e 256M -w 30 \
+    --phases off:30,on:30,off:30 --noise-bytes 256M -J "$dir/main/phases.json"
+  grep -A4 "^# phase" "$logs/balancer_phases.log" | sed 's/^/    /' >> "$summary"
 }
 
 part_rig() {
@@ -158,11 +161,11 @@ part_train() {
 }
 
 # The least each part needs to be worth starting (seconds).
-declare -A need=([tests]=150 [main]=120 [rig]=120 [train]=120)
+declare -A need=([tests]=150 [main]=120 [phases]=120 [rig]=120 [train]=120)
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests main rig train)
+[ ${#parts[@]} -eq 0 ] && parts=(tests main phases rig train)
 for p in "${parts[@]}"; do
-  if [ -z "${need[$p]:-}" ]; then echo "gpu_check: unknown part '$p' (tests main rig train)"; exit 2; fi
+  if [ -z "${need[$p]:-}" ]; then echo "gpu_check: unknown part '$p' (tests main phases rig train)"; exit 2; fi
   if ! fits "${need[$p]}"; then left+=("$p"); continue; fi
   echo "gpu_check: $p ($(remaining) s of the budget left)"
   part=$p

@@ -165,6 +165,8 @@ def main(args, extra) -> int:
     with open(results_path, "w") as f:
         json.dump(results, f, indent=1)
     print(f"braid bench: results in {results_path}")
+    for line in ratios.summary_lines(results["ratios"], predicted=not use_gpu):
+        print(line)
     try:
         png = plots.plot_algbw(results, os.path.join(out_dir, "algbw.png"))
         print(f"braid bench: plot in {png}")

@@ -24,6 +24,13 @@ def _save(fig, png: str, series) -> str:
     return png
 
 
+# What each run of braid bench (bench.py) compares: (braid's line, NCCL's line).
+RUN_NAMES = {
+    "multipath": ("braid (NVLink + PCIe)", "NCCL alone"),
+    "pcie": ("braid's PCIe path", "NCCL's host path (NCCL_P2P_DISABLE=1)"),
+}
+
+
 def algbw_series(results):
     """Per collective, algbw against size for braid and for what it is compared with."""
     series = defaultdict(list)
@@ -35,8 +42,8 @@ def algbw_series(results):
                     series[(r["collective"], "host ring (predicted)")].append(
                         (r["size"], r["size"] / (r["ring_time_us"] * 1e-6) / 1e9))
             else:
-                who = "NCCL" if r.get("path") == "nccl" else "braid"
-                label = f"{who} ({run['label']})" + (" [NCCL_P2P_DISABLE]" if who == "NCCL" and run.get("env") else "")
+                names = RUN_NAMES.get(run["label"], ("braid", "NCCL"))
+                label = names[1] if r.get("path") == "nccl" else names[0]
                 series[(r["collective"], label)].append((r["size"], r["algbw"]))
     out = []
     for (collective, label), points in sorted(series.items()):
@@ -56,7 +63,7 @@ def plot_algbw(results, png: str) -> str:
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     for ax, collective in zip(axes.flat, collectives):
         for s in (s for s in series if s["collective"] == collective):
-            style = "--" if not s["label"].startswith("braid") else "-"
+            style = "-" if s["label"].startswith("braid") else "--"
             ax.plot(s["size"], s["algbw"], style, marker="o", label=s["label"])
         ax.set_xscale("log", base=2)
         ax.set_title(collective)

@@ -9,6 +9,8 @@ Without a GPU the ratio is braid's predicted time against the predicted host-sta
 import dataclasses
 from typing import Dict, List, Tuple
 
+from braid.sizes import format_size
+
 BRAID_PATHS = ("braid", "braid_multipath")
 
 
@@ -48,6 +50,15 @@ def ratio_table(results) -> List[dict]:
                               "ratio": r["algbw"] / other["algbw"], "braid_algbw": r["algbw"],
                               "baseline_algbw": other["algbw"]})
     return table
+
+
+def summary_lines(table, predicted=False) -> List[str]:
+    """One line per series: each size's ratio, in the order measured."""
+    by_series: Dict[str, List[str]] = {}
+    for r in table:
+        by_series.setdefault(r["series"], []).append(f"{format_size(int(r['size']))} {r['ratio']:.2f}")
+    what = "" if predicted else " (braid/NCCL algbw)"  # predicted series say so in their name
+    return [f"  ratio {series}{what}: " + ", ".join(points) for series, points in by_series.items()]
 
 
 @dataclasses.dataclass
