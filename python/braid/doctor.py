@@ -217,6 +217,10 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
         lines.append("No GPU here, so the drop-in has nothing to split on this machine. What it would do on "
                      "a machine like h200x2 (2 GPUs on NVLink), with these settings:")
         ranks, nvlink = 2, True
+    elif ranks == 1:
+        lines.append("One GPU: a job of one process per GPU has nothing to split. Several processes sharing "
+                     "it (the one-GPU rig, bench/rig/) split as GPUs without NVLink would:")
+        ranks, nvlink = 2, False
     lines += ["  " + describe_rule(rule) for rule in split_policy(table, nvlink, ranks)]
     lines.append(f"  balancer: {_setting(table, 'BRAID_BALANCER')}; calls return before braid's share ends: "
                  f"{'yes' if _truthy(_setting(table, 'BRAID_ASYNC')) else 'no (BRAID_ASYNC=0)'}")

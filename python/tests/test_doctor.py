@@ -76,3 +76,10 @@ def test_report_without_a_gpu_says_so_and_explains_the_simulator(run_braid):
     assert "all_reduce      from  256M" in out
     assert "BRAID_SPLIT_MIN_BYTES=268435456" in out
     assert "Every figure it prints is a prediction" in out
+
+
+def test_one_gpu_explains_the_rig_and_uses_the_rules_without_nvlink(settings_table):
+    one_gpu = {"nodes": [{"kind": "gpu", "name": "gpu0"}, {"kind": "numa", "name": "numa0", "cores": 8}], "links": []}
+    text = "\n".join(doctor._split_lines(with_values(settings_table), one_gpu, gpu=True))
+    assert "One GPU" in text and "bench/rig/" in text
+    assert "all_reduce      from    1M" in text  # HyLink's S_min without NVLink
