@@ -1,4 +1,4 @@
-"""`braid <command>` (or `python -m braid`): run, doctor, bench, trace, sim, plan, topo, plot."""
+"""`braid <command>` (or `python -m braid`): run, doctor, bench, trace, sim, plan, topo, gpu-check, plot."""
 
 import argparse
 import json
@@ -44,6 +44,16 @@ def cmd_plot(args, extra):
     return 0
 
 
+def cmd_gpu_check(args, extra):
+    """The one GPU check (bench/gpu_check.sh): every GPU test, the main job, the rig, training."""
+    script = tools.CHECKOUT / "bench" / "gpu_check.sh"
+    if not script.is_file():
+        print("braid gpu-check runs bench/gpu_check.sh of a source checkout (with gpubundle/ and .rig/); "
+              "this braid is an installed package", file=sys.stderr)
+        return 2
+    return _run(["bash", str(script)] + extra)
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="braid", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -56,6 +66,7 @@ def build_parser():
     s.set_defaults(func=cmd_sim)
     sub.add_parser("plan", help="print a generated program and its predicted cost (braid-plan)").set_defaults(func=cmd_plan)
     sub.add_parser("topo", help="list bundled topologies").set_defaults(func=cmd_topo)
+    sub.add_parser("gpu-check", help=cmd_gpu_check.__doc__).set_defaults(func=cmd_gpu_check)
     pl = sub.add_parser("plot", help=cmd_plot.__doc__)
     pl.add_argument("json")
     pl.add_argument("-o", "--output", default="braid.png")
