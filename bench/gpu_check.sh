@@ -24,6 +24,8 @@
 #          (RIG_SUITES overrides), within what is left of the budget
 #   train  bench/train/run.sh, plain and preloaded, losses compared (one GPU: the rig's wrapper)
 #
+# GPU_CHECK_BUNDLE names another bundle folder than gpubundle/ (python/tests/test_gpu_check.py
+# runs this script on stubs that way).
 # Time: GPU_CHECK_BUDGET seconds in all (default 560, inside one 10-minute device call). A part
 # that no longer fits is not started; the summary names it and the command that runs the parts
 # left in the next call. Each command is bounded by `timeout`.
@@ -83,8 +85,10 @@ check() {
 }
 
 # The bundle: carried, or built here when the build can run here.
-if [ ! -x gpubundle/braid-bench ]; then
-  if command -v nvcc >/dev/null && [ -x bench/make_gpubundle.sh ]; then
+bundle=${GPU_CHECK_BUNDLE:-$root/gpubundle}
+export LD_LIBRARY_PATH=$bundle/lib:$LD_LIBRARY_PATH
+if [ ! -x "$bundle/braid-bench" ]; then
+  if [ -z "${GPU_CHECK_BUNDLE:-}" ] && command -v nvcc >/dev/null && [ -x bench/make_gpubundle.sh ]; then
     echo "gpu_check: no gpubundle/: building it (bench/make_gpubundle.sh)"
     bash bench/make_gpubundle.sh > "$logs/make_gpubundle.log" 2>&1 || { say "- **FAIL** building gpubundle/ (logs/make_gpubundle.log)"; failed=1; }
   else
@@ -92,12 +96,12 @@ if [ ! -x gpubundle/braid-bench ]; then
     cat "$summary"; exit 1
   fi
 fi
-export BRAID_BUILD_DIR=$root/gpubundle   # `braid` finds the bundle's tools and libbraid.so
+export BRAID_BUILD_DIR=$bundle   # `braid` finds the bundle's tools and libbraid.so
 braid=(env PYTHONPATH="$root/python" python3 -m braid)
 
 part_tests() {
   say "## tests"
-  local g=gpubundle
+  local g=$bundle
   export BRAID_TIMEOUT=20 BRAID_DEBUG=WARN
   [ -x $g/api_usage_test ] && check api_usage 100 $g/api_usage_test
   [ -x $g/api_collectives_threads_test ] && check api_threads 150 $g/api_collectives_threads_test
@@ -137,7 +141,7 @@ part_phases() {
   say "## balancer under PCIe bursts"
   if [ "$gpus" -lt 2 ]; then say "- skipped: one GPU"; return; fi
   mkdir -p "$dir/main"
-  check balancer_phases 140 gpubundle/braid-bench --multipath --paths braid -C all_reduce -b 256M -e 256M -w 30 \
+  check balancer_phases 140 "$bundle/braid-bench" --multipath --paths braid -C all_reduce -b 256M -e 256M -w 30 \
     --phases off:30,on:30,off:30 --noise-bytes 256M -J "$dir/main/phases.json"
   grep -A4 "^# phase" "$logs/balancer_phases.log" | sed 's/^/    /' >> "$summary"
 }
@@ -155,7 +159,7 @@ part_train() {
   if [ $have_torch = 0 ]; then say "- skipped: no PyTorch"; return; fi
   local wrapper=()
   [ "$gpus" -lt 2 ] && wrapper=(WRAPPER=bench/rig/one-gpu-rank.sh RANKS=2)
-  check train "$(until_end 5)" env OUT="$dir" BRAID_LIB="$root/gpubundle/lib/libbraid.so" "${wrapper[@]}" \
+  check train "$(until_end 5)" env OUT="$dir" BRAID_LIB="$bundle/lib/libbraid.so" "${wrapper[@]}" \
     bash bench/train/run.sh
   [ -f "$dir/train/summary.md" ] && sed 's/^/    /' "$dir/train/summary.md" | tail -15 >> "$summary"
 }
