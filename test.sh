@@ -11,7 +11,7 @@ cmake --build "$build" -j "$jobs"
 
 # The Python package's tests (pytest; fast, no GPU), against this checkout's python/ and build.
 python=$(tools/python_env.sh "$build")
-BRAID_BUILD_DIR="$build" PYTHONPATH=python "$python" -m pytest -q -p no:cacheprovider python/tests
+BRAID_BUILD_DIR="$(cd "$build" && pwd)" PYTHONPATH=python "$python" -m pytest -q -p no:cacheprovider python/tests
 # The one-GPU rig's log reader (bench/rig/summarize.py), on synthetic nccl-tests output.
 python3 bench/rig/test_summarize.py 2>&1 | tail -1
 

@@ -26,9 +26,14 @@ def run_braid(tmp_path):
     here = str(pathlib.Path(braid.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in [here, os.environ.get("PYTHONPATH", "")] if p)
 
+    # ... and the same build folder, whatever the folder it was named from.
+    base = {**os.environ, "PYTHONPATH": path}
+    if base.get("BRAID_BUILD_DIR"):
+        base["BRAID_BUILD_DIR"] = os.path.abspath(base["BRAID_BUILD_DIR"])
+
     def run(*args, env=None, check=True):
         result = subprocess.run([sys.executable, "-m", "braid", *args], cwd=tmp_path, capture_output=True,
-                                text=True, env={**os.environ, "PYTHONPATH": path, **(env or {})}, timeout=600)
+                                text=True, env={**base, **(env or {})}, timeout=600)
         if check and result.returncode != 0:
             raise AssertionError(f"braid {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
         return result
