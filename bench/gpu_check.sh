@@ -14,7 +14,9 @@
 # Parts:
 #   tests  the GPU test binaries of the bundle (the API, the drop-in's correctness matrix with the
 #          defaults, with NCCL on every NVLink share and with the copy-based NCCL share, groups, the
-#          peer reduction kernel, the argument fuzz); with 2+ GPUs and PyTorch, all_gather and
+#          peer reduction kernel, the argument fuzz); with PyTorch, its collectives exact through
+#          the drop-in (bench/checks/torch_collectives.py, blocking and non-blocking communicators;
+#          one GPU: on the rig's wrapper); with 2+ GPUs and PyTorch, all_gather and
 #          all_reduce through torchrun with the drop-in (CUDA IPC), cached and uncached allocator
 #   main   with 2+ GPUs: `braid bench` (braid against NCCL alone, JSON and a PNG; --quick when the
 #          budget is short); `braid bench --check` against GPU_CHECK_BASELINE when it is set.
@@ -112,6 +114,15 @@ part_tests() {
   check shim_multipath_copy_share 150 env BRAID_NVLINK_PATH=nccl BRAID_SPLIT_NCCL_SHARE=copy $g/shim_multipath_gpu_test
   check shim_group 100 $g/shim_group_gpu_test
   [ -x $g/shim_argument_fuzz_gpu ] && check shim_argument_fuzz 100 $g/shim_argument_fuzz_gpu
+  if [ $have_torch = 1 ]; then
+    # PyTorch's own collectives, exact, blocking and non-blocking communicators (one GPU: the rig's
+    # wrapper makes the two ranks two hosts).
+    local launch=(python3 -m torch.distributed.run --standalone --nproc_per_node=2)
+    [ "$gpus" -lt 2 ] && launch+=(--no-python bash bench/rig/one-gpu-rank.sh python3) || launch+=(--no-python python3)
+    check torch_collectives 150 "${braid[@]}" run -- "${launch[@]}" bench/checks/torch_collectives.py
+    check torch_collectives_nonblocking 150 env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "${braid[@]}" run -- "${launch[@]}" \
+      bench/checks/torch_collectives.py
+  fi
   if [ "$gpus" -ge 2 ] && [ $have_torch = 1 ]; then
     check torchrun_peer_path 150 "${braid[@]}" run -- python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
       bench/ddp/peer_path_check.py
