@@ -16,7 +16,7 @@
 #          defaults, with NCCL on every NVLink share and with the copy-based NCCL share, groups, the
 #          peer reduction kernel, the argument fuzz); with PyTorch, its collectives exact through
 #          the drop-in (bench/checks/torch_collectives.py, blocking and non-blocking communicators;
-#          one GPU: on the rig's wrapper); with 2+ GPUs and PyTorch, all_gather and
+#          one GPU: on the rig's wrapper) and its split trace plotted (split.png); with 2+ GPUs and PyTorch, all_gather and
 #          all_reduce through torchrun with the drop-in (CUDA IPC), cached and uncached allocator
 #   main   with 2+ GPUs: `braid bench` (braid against NCCL alone, JSON and a PNG; --quick when the
 #          budget is short); `braid bench --check` against GPU_CHECK_BASELINE when it is set.
@@ -32,7 +32,7 @@
 # that no longer fits is not started; the summary names it and the command that runs the parts
 # left in the next call. Each command is bounded by `timeout`.
 # Output: $OUT/gpu-check-DATE-TIME/ (OUT default /tmp/out): summary.md (also printed), the main
-# job's results.json and algbw.png, and logs.tar.gz with every log. Exit status: 0 when every part
+# job's results.json and algbw.png, split.jsonl and split.png, and logs.tar.gz with every log. Exit status: 0 when every part
 # run passed, 1 otherwise (parts not run do not count).
 set -u
 cd "$(dirname "$0")/.."
@@ -119,7 +119,10 @@ part_tests() {
     # wrapper makes the two ranks two hosts).
     local launch=(python3 -m torch.distributed.run --standalone --nproc_per_node=2)
     [ "$gpus" -lt 2 ] && launch+=(--no-python bash bench/rig/one-gpu-rank.sh python3) || launch+=(--no-python python3)
-    check torch_collectives 150 "${braid[@]}" run -- "${launch[@]}" bench/checks/torch_collectives.py
+    check torch_collectives 150 "${braid[@]}" run --trace "$dir/split.jsonl" -- "${launch[@]}" \
+      bench/checks/torch_collectives.py
+    # Its split trace, plotted: the balancer's shares and each path's time per call.
+    check split_trace_plot 60 "${braid[@]}" trace "$dir/split.jsonl" -o "$dir/split.png"
     check torch_collectives_nonblocking 150 env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "${braid[@]}" run -- "${launch[@]}" \
       bench/checks/torch_collectives.py
   fi

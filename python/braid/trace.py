@@ -3,21 +3,25 @@ balancer's PCIe share and each path's time per split call.
 
 Each line is one split call as src/multipath/orchestrator.cpp writes it (rank 0 of the
 communicator): call, collective, dtype, bytes, count, nccl_elements, pcie_elements, pcie_share,
-nccl_ms, pcie_ms (each path's time, slowest rank), timed, next_pcie_share, nvlink_path.
+nccl_ms, pcie_ms (each path's time, slowest rank), timed, next_pcie_share, nvlink_path. A call
+braid would split by its size but gives to NCCL alone (inside a group, captured in a CUDA graph,
+...) is a line {"declined": reason, collective, dtype, bytes, count}: counted, not plotted.
 """
 
 import json
 import os
 import sys
+from collections import Counter
 
 from braid import plots
 
 FIELDS = ("call", "collective", "bytes", "pcie_share", "nccl_ms", "pcie_ms", "next_pcie_share")
 
 
-def read_trace(path):
-    """The records of a trace file; lines that are not whole records are reported and skipped
-    (a process killed mid-write leaves a partial last line)."""
+def read_trace(path, declined=None):
+    """The split calls of a trace file; declined calls go to `declined` (a list) when given; lines
+    that are not whole records are reported and skipped (a process killed mid-write leaves a
+    partial last line)."""
     records, bad = [], 0
     with open(path) as f:
         for number, line in enumerate(f, 1):
@@ -29,6 +33,10 @@ def read_trace(path):
                 bad += 1
                 print(f"braid trace: {path}:{number}: not JSON, skipped", file=sys.stderr)
                 continue
+            if "declined" in record:
+                if declined is not None:
+                    declined.append(record)
+                continue
             missing = [k for k in FIELDS if k not in record]
             if missing:
                 bad += 1
@@ -38,8 +46,17 @@ def read_trace(path):
     return records, bad
 
 
+def declined_lines(declined):
+    """One line per (reason, collective, size): how many calls braid gave to NCCL alone, and why."""
+    counts = Counter((d["declined"], d.get("collective", "?"), d.get("bytes", 0)) for d in declined)
+    return [f"declined {n} x {collective} {size} B: {reason}" for (reason, collective, size), n in sorted(counts.items())]
+
+
 def main(args, extra) -> int:
-    records, bad = read_trace(args.trace)
+    declined = []
+    records, bad = read_trace(args.trace, declined)
+    for line in declined_lines(declined):
+        print(line)
     if not records:
         print(f"braid trace: no split call in {args.trace}", file=sys.stderr)
         return 1

@@ -61,3 +61,23 @@ def test_the_orchestrator_writes_every_field_braid_trace_reads():
     source = (CHECKOUT / "src" / "multipath" / "orchestrator.cpp").read_text()
     written = set(re.findall(r'\\"([a-z_]+)\\":', source))
     assert set(trace.FIELDS) <= written, set(trace.FIELDS) - written
+
+
+def test_declined_calls_are_counted_not_plotted(run_braid, tmp_path):
+    declined = {"declined": "inside an NCCL group", "collective": "AllReduce", "dtype": "float",
+                "bytes": 1 << 28, "count": 1 << 26}
+    path = tmp_path / "mixed.jsonl"
+    write_trace(path, [record(1, 0.1, 1.0, 1.0), declined, declined, record(2, 0.1, 1.0, 1.0)])
+    result = run_braid("trace", str(path))
+    assert f"declined 2 x AllReduce {1 << 28} B: inside an NCCL group" in result.stdout
+    series = json.loads((tmp_path / "mixed.plot.json").read_text())["series"]
+    assert [len(s["call"]) for s in series] == [2]
+
+
+@pytest.mark.skipif(not in_checkout(), reason="needs the sources (src/multipath/orchestrator.cpp)")
+def test_the_orchestrator_writes_declined_calls_in_the_form_braid_trace_reads():
+    source = (CHECKOUT / "src" / "multipath" / "orchestrator.cpp").read_text()
+    declined = source[source.index("void Orchestrator::trace_declined"):]
+    declined = declined[:declined.index("\n}\n")]
+    for key in ("declined", "collective", "dtype", "bytes", "count"):
+        assert f'\\"{key}\\":' in declined, key

@@ -583,6 +583,16 @@ Result Orchestrator::settle(const Job& job, Settled* settled) {
   return Result::Success;
 }
 
+void Orchestrator::trace_declined(const SplitCall& call, const char* reason) {
+  if (trace_ == nullptr) return;
+  // One fprintf per line: stdio locks the FILE, so lines of several threads stay whole.
+  std::fprintf(trace_, "{\"declined\": \"%s\", \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu}\n",
+               reason, std::string(collective_name(call.collective)).c_str(),
+               std::string(datatype_name(static_cast<DataType>(call.type))).c_str(), message_bytes(call, nranks_),
+               call.count);
+  std::fflush(trace_);
+}
+
 void Orchestrator::trace(const SplitRecord& r) {
   if (trace_ == nullptr) return;
   std::fprintf(trace_,

@@ -77,6 +77,9 @@ class Orchestrator {
 
   // Whether `call` is split (otherwise the caller gives it to NCCL alone).
   bool wants(const SplitCall& call) const;
+  // Writes a call braid wants but gives to NCCL alone, and why, to the split trace
+  // (BRAID_SPLIT_TRACE, rank 0's) as {"declined": reason, ...}; nothing without one. Any thread.
+  void trace_declined(const SplitCall& call, const char* reason);
   // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on
   // the progress thread) and `stream` waits for them.
   Result run(const SplitCall& call, cudaStream_t stream);

@@ -84,13 +84,6 @@ bool captured(cudaStream_t stream) {
 
 }  // namespace
 
-bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
-  // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
-  // for it on the host: such calls are held for the group's end (group_split.h) or go to NCCL.
-  if (this_thread_group().in_group()) return false;
-  return split_now(comm, call, stream, result);
-}
-
 namespace {
 
 // The communicator's state when braid could split on it at all; null otherwise. The shim checked
@@ -165,6 +158,17 @@ bool gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const C
   return fp8_reduction_supported(call, state, path) && buffers_usable(call, state, path);
 }
 
+// With a split trace: a call inside a group that braid would split outside one goes in it as
+// declined (no trace: nothing is looked up).
+void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
+  if (settings().split_trace.empty()) return;
+  const auto state = splitting_state(comm, call);
+  if (!state) return;
+  std::lock_guard lock(state->pcie_path->mutex);
+  multipath::Orchestrator* o = state->pcie_path->orchestrator.get();
+  if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
+}
+
 // The smallest message that makes a communicator's PCIe path: every rank makes it at the same
 // call (with the automatic threshold, the smallest it can be: 1 MiB).
 size_t path_min_bytes() {
@@ -172,6 +176,16 @@ size_t path_min_bytes() {
 }
 
 }  // namespace
+
+bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+  // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
+  // for it on the host: such calls are held for the group's end (group_split.h) or go to NCCL.
+  if (this_thread_group().in_group()) {
+    trace_in_group(comm, call);
+    return false;
+  }
+  return split_now(comm, call, stream, result);
+}
 
 bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
   const auto state = splitting_state(comm, call);
@@ -185,7 +199,14 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     return false;
   }
   // Asked only of calls that would be split, so small collectives pay no CUDA call here.
-  if (captured(stream) || !gpu_allows_split(comm, call, *state, path)) return false;
+  const bool capturing = captured(stream);
+  if (capturing || !gpu_allows_split(comm, call, *state, path)) {
+    if (path.orchestrator)
+      path.orchestrator->trace_declined(call, capturing ? "captured in a CUDA graph"
+                                                        : "the communicator's error, FP8 below sm90, or buffers "
+                                                          "not on its GPU");
+    return false;
+  }
   if (first) {
     make_orchestrator(comm, *state, path);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
