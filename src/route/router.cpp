@@ -41,54 +41,70 @@ Result Router::init(const topo::Topology& t, const RouterOptions& opt) {
   const int n = paths_.ranks;
   pair_begin_.assign(size_t(n) * size_t(n) + 1, 0);
   max_paths_ = 0;
-  // Directed topology links -> compact ids, and each path as a list of compact ids.
+  // Directed topology links -> ids, and each path as (link id, seconds per byte) hops: a hop's
+  // capacity is the path's own view of the link (a relay hop may be charged more per byte).
   std::map<std::pair<int, bool>, int> index;
-  std::vector<double> capacity;
-  std::vector<std::vector<int>> path_links;
+  std::vector<std::vector<std::pair<int, double>>> path_hops;
   for (size_t p = 0; p < paths_.pairs.size(); ++p) {
     pair_begin_[p + 1] = pair_begin_[p] + int(paths_.pairs[p].size());
     max_paths_ = std::max(max_paths_, int(paths_.pairs[p].size()));
     for (const Path& path : paths_.pairs[p]) {
-      path_links.emplace_back();
+      path_hops.emplace_back();
       for (const DirLink& l : path.hops) {
-        auto [it, added] = index.emplace(std::make_pair(l.link, l.forward), int(capacity.size()));
-        if (added) capacity.push_back(l.capacity);
-        path_links.back().push_back(it->second);
+        auto it = index.emplace(std::make_pair(l.link, l.forward), int(index.size())).first;
+        path_hops.back().push_back({it->second, 1.0 / l.capacity});
       }
     }
   }
-  // A link that only paths through a narrower (or equal, earlier) link use can never be the
-  // most loaded one: drop it from the solve. A NIC path's PCIe and network segments mostly
-  // collapse to the NIC's own link this way, which halves its hops; congestion stays exact.
-  const size_t links = capacity.size(), paths = path_links.size(), words = (paths + 63) / 64;
+  // A link that every path crossing it also crosses at a cost per byte no lower elsewhere (the
+  // same or an earlier link) can never be the most loaded one: drop it from the solve. A NIC
+  // path's PCIe and network segments collapse to the NIC's own link this way, which halves its
+  // hops; the congestion stays exact (tested against all links).
+  const size_t links = index.size(), paths = path_hops.size(), words = (paths + 63) / 64;
   std::vector<uint64_t> users(links * words, 0);
+  std::vector<std::vector<int>> users_of(links);
   for (size_t p = 0; p < paths; ++p)
-    for (int l : path_links[p]) users[size_t(l) * words + p / 64] |= uint64_t(1) << (p % 64);
+    for (const auto& [l, cost] : path_hops[p]) {
+      users[size_t(l) * words + p / 64] |= uint64_t(1) << (p % 64);
+      users_of[size_t(l)].push_back(int(p));
+    }
+  auto cost_on = [&](size_t p, size_t link) {
+    for (const auto& [l, cost] : path_hops[p])
+      if (size_t(l) == link) return cost;
+    return 0.0;
+  };
   std::vector<int> compact(links, -1);
-  inv_cap_.clear();
+  links_ = 0;
   for (size_t e = 0; e < links; ++e) {
     bool dominated = false;
     for (size_t f = 0; f < links && !dominated; ++f) {
-      if (f == e || capacity[f] > capacity[e] || (capacity[f] == capacity[e] && f > e)) continue;
+      if (f == e) continue;
       bool subset = true;
       for (size_t w = 0; w < words && subset; ++w) subset = (users[e * words + w] & ~users[f * words + w]) == 0;
-      dominated = subset;
+      if (!subset) continue;
+      bool cheaper = true, equal = true;
+      for (int p : users_of[e]) {
+        const double ce = cost_on(size_t(p), e), cf = cost_on(size_t(p), f);
+        cheaper &= ce <= cf;
+        equal &= ce == cf;
+      }
+      dominated = cheaper && (!equal || f < e);
     }
-    if (!dominated) compact[e] = int(inv_cap_.size()), inv_cap_.push_back(1.0 / capacity[e]);
+    if (!dominated) compact[e] = links_++;
   }
   path_begin_.assign(1, 0);
   hop_link_.clear();
   hop_inv_cap_.clear();
-  for (const std::vector<int>& hops : path_links) {
-    for (int l : hops) {
+  for (const auto& hops : path_hops) {
+    for (const auto& [l, cost] : hops) {
       if (compact[size_t(l)] < 0) continue;
       hop_link_.push_back(compact[size_t(l)]);
-      hop_inv_cap_.push_back(1.0 / capacity[size_t(l)]);
+      hop_inv_cap_.push_back(cost);
     }
     path_begin_.push_back(int(hop_link_.size()));
   }
-  util_.assign(inv_cap_.size(), 0.0);
-  weight_.assign(inv_cap_.size(), 0.0);
+  util_.assign(size_t(links_), 0.0);
+  weight_.assign(size_t(links_), 0.0);
   scratch_.assign(size_t(total_paths()), 0.0);
   gradient_.assign(size_t(max_paths_), 0.0);
   curvature_.assign(size_t(max_paths_), 0.0);

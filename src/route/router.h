@@ -64,7 +64,7 @@ class Router {
     return pair_begin_[i + 1] - pair_begin_[i];
   }
   int total_paths() const { return pair_begin_.back(); }
-  int link_count() const { return int(inv_cap_.size()); }
+  int link_count() const { return links_; }  // directed links the solve tracks
 
   // Routes `t` into `out`. When `out` holds a valid routing from an earlier solve, it is kept
   // (its congestion re-evaluated under `t`) unless the new routing's max congestion is lower
@@ -92,11 +92,11 @@ class Router {
   std::vector<int> pair_begin_;       // [pair] -> first path; size pairs + 1
   std::vector<int> path_begin_;       // [path] -> first hop; size paths + 1
   std::vector<int> hop_link_;         // [hop] compact directed-link id
-  std::vector<double> hop_inv_cap_;   // [hop] 1 / capacity of that link (s/byte), kept inline
-  std::vector<double> inv_cap_;       // [compact link] 1 / capacity
+  std::vector<double> hop_inv_cap_;   // [hop] seconds per byte on that link for this path
+  int links_ = 0;                     // compact links (dominated ones dropped)
   int max_paths_ = 0;                 // most paths of one pair
   // Scratch, sized by init().
-  std::vector<double> util_;          // load / capacity per compact link (seconds)
+  std::vector<double> util_;          // seconds busy per compact link (load / capacity)
   std::vector<double> weight_;        // exponential cost per compact link
   std::vector<double> scratch_;       // fractions of a new solve
   std::vector<double> gradient_, curvature_, next_;  // per path of the flow being refined

@@ -3,11 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 #include <string>
 
-#include "route/traffic.h"
+#include "route/matrices.h"
 #include "topo/topology.h"
 
 namespace braid::route::testing {
@@ -62,66 +61,12 @@ inline topo::Topology cluster(int servers, int per, double gbps = 120) {
 
 inline std::string nimble_path() { return std::string(BRAID_SOURCE_DIR) + "/topologies/nimble-h100-2x4.json"; }
 
-inline Traffic uniform(int n, double bytes) {
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = bytes;
-  return t;
-}
-
-inline Traffic random_matrix(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = u(rng) * 64e6;
-  return t;
-}
-
-// Each destination's popularity follows Zipf(skew) (0: uniform); each source sends in proportion.
-inline Traffic zipf(int n, unsigned seed, double skew = 1.2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.5, 1.5);
-  std::vector<int> rank(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) rank[size_t(i)] = i;
-  std::shuffle(rank.begin(), rank.end(), rng);
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = 64e6 * u(rng) / std::pow(double(rank[size_t(d)] + 1), skew);
-  return t;
-}
-
-// MoE with one hot expert on rank `hot`: every rank sends most of its tokens there.
-inline Traffic one_hot_expert(int n, int hot) {
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = d == hot ? 128e6 : 8e6;
-  return t;
-}
-
-// rank s sends only to perm[s].
-inline Traffic permutation(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> perm(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) perm[size_t(i)] = i;
-  do std::shuffle(perm.begin(), perm.end(), rng);
-  while ([&] { for (int i = 0; i < n; ++i) if (perm[size_t(i)] == i) return true; return false; }());
-  Traffic t(n);
-  for (int s = 0; s < n; ++s) t.at(s, perm[size_t(s)]) = 256e6;
-  return t;
-}
-
-// The next step of the same job: every flow of `t` scaled by a factor within +-percent.
-inline Traffic nudged(const Traffic& t, int percent, unsigned seed = 7) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(1 - percent / 100.0, 1 + percent / 100.0);
-  Traffic out = t;
-  for (double& b : out.bytes) b *= u(rng);
-  return out;
-}
+// The traffic matrices of route/matrices.h, under the names the tests use.
+using route::nudged;
+using route::one_hot_expert;
+using route::permutation;
+using route::random_matrix;
+using route::uniform;
+using route::zipf;
 
 }  // namespace braid::route::testing
