@@ -71,7 +71,7 @@ Result build_paths(const topo::Topology& t, const PathOptions& opt, PathSet* out
             return *std::max_element(v.begin(), v.end(),
                                      [](const DirLink& a, const DirLink& b) { return a.capacity < b.capacity; });
           };
-          Path relay{PathKind::Relay, {widest(first), widest(second)}};
+          Path relay{PathKind::Relay, {widest(first), widest(second)}, k};
           for (DirLink& hop : relay.hops) hop.capacity *= opt.relay_efficiency;
           paths.push_back(std::move(relay));
           ++relays;

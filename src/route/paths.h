@@ -34,6 +34,7 @@ enum class PathKind { Direct, Relay, Nic, Default };
 struct Path {
   PathKind kind = PathKind::Direct;
   std::vector<DirLink> hops;
+  int via = -1;  // Relay: the rank (GPU index) the path goes through
 };
 
 // All candidate paths, per ordered GPU pair.
