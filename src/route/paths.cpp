@@ -59,8 +59,10 @@ Result build_paths(const topo::Topology& t, const PathOptions& opt, PathSet* out
       const int gs = gpus[size_t(s)], gd = gpus[size_t(d)];
       for (const DirLink& l : direct_links(t, gs, gd)) paths.push_back({PathKind::Direct, {l}});
       if (opt.relays) {
+        int relays = 0;
         for (int k = 0; k < n; ++k) {
           if (k == s || k == d) continue;
+          if (opt.max_relays >= 0 && relays >= opt.max_relays) break;
           const int gk = gpus[size_t(k)];
           const auto first = direct_links(t, gs, gk), second = direct_links(t, gk, gd);
           if (first.empty() || second.empty()) continue;
@@ -69,7 +71,10 @@ Result build_paths(const topo::Topology& t, const PathOptions& opt, PathSet* out
             return *std::max_element(v.begin(), v.end(),
                                      [](const DirLink& a, const DirLink& b) { return a.capacity < b.capacity; });
           };
-          paths.push_back({PathKind::Relay, {widest(first), widest(second)}});
+          Path relay{PathKind::Relay, {widest(first), widest(second)}, k};
+          for (DirLink& hop : relay.hops) hop.capacity *= opt.relay_efficiency;
+          paths.push_back(std::move(relay));
+          ++relays;
         }
       }
       const int ss = t.nodes[size_t(gs)].server, sd = t.nodes[size_t(gd)].server;

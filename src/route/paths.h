@@ -15,13 +15,18 @@ namespace braid::route {
 struct PathOptions {
   bool relays = true;  // 2-hop src -> k -> dst through another GPU
   bool nics = true;    // through NICs (only between GPUs of different servers)
+  int max_relays = -1; // at most this many relay GPUs per pair (the lowest-numbered); -1: all
+  // What a relayed byte achieves of the links' capacity: a relay hop's capacity is the link's
+  // times this (forwarding through a GPU costs injection, L2/HBM traffic and pipeline fill;
+  // NIMBLE measures 213 GB/s for direct + one relay over 120 GB/s links, about 0.78).
+  double relay_efficiency = 1.0;
 };
 
 // One direction of one topology link.
 struct DirLink {
   int link = 0;         // index in Topology::links
   bool forward = true;  // a -> b
-  double capacity = 0;  // bytes/s
+  double capacity = 0;  // bytes/s this path gets from the link (relay hops: times relay_efficiency)
 };
 
 enum class PathKind { Direct, Relay, Nic, Default };
@@ -29,6 +34,7 @@ enum class PathKind { Direct, Relay, Nic, Default };
 struct Path {
   PathKind kind = PathKind::Direct;
   std::vector<DirLink> hops;
+  int via = -1;  // Relay: the rank (GPU index) the path goes through
 };
 
 // All candidate paths, per ordered GPU pair.

@@ -1,10 +1,13 @@
 // NIMBLE's router: capacity-normalised minimum-congestion multi-commodity routing over the
-// candidate paths of route/paths.h, by multiplicative weights (docs/ROUTING.md).
+// candidate paths of route/paths.h (docs/ROUTING.md): a few multiplicative-weights rounds for a
+// first routing, then projected Newton passes on an exponential soft-max of link utilisation
+// whose steepness doubles each pass, stopping once the most loaded link stops improving.
 //
 // Built once per topology: paths and a compact index of the directed links they use are
 // precomputed, and solve() allocates nothing once `out` has been sized by a first solve.
-// Deterministic: fixed flow and path order, ties to the lowest path index, no threads, so every
-// rank computing the same Traffic gets bit-identical fractions.
+// Deterministic: fixed flow and path order, ties to the lowest path index, no threads and no libm
+// in the solve, so every rank computing the same Traffic (after the same history, see
+// RouterOptions::warm_start) gets bit-identical fractions.
 #pragma once
 
 #include <vector>
@@ -18,12 +21,22 @@ namespace braid::route {
 
 struct RouterOptions {
   PathOptions paths;
-  int rounds = 32;               // demand slices per flow: each flow is routed in 1/rounds pieces
-  double alpha = 12.0;           // steepness of the exponential link cost
-  int refine_rounds = 24;        // rounds moving shrinking steps from costly to cheap paths
-  double refine_alpha = 48.0;    // steepness of the cost while refining
+  int rounds = 1;                // multiplicative-weights slices for the first routing
+  double alpha = 8.0;            // steepness of the exponential link cost in those rounds
+  int refine_rounds = 10;        // at most this many Newton passes
+  double refine_start = 4.0;     // steepness of the first Newton pass ...
+  double refine_growth = 4.0;    // ... times this each pass ...
+  double refine_alpha = 128.0;   // ... up to this
+  double refine_damping = 1.0;   // fraction of each Newton step taken
+  double hot_span = 4.0;         // flows on no link within 2^-hot_span of the max cost stay put
+  double tolerance = 2e-4;       // stop when a pass at full steepness lowers the max by less (relative)
   double direct_threshold = 0;   // flows below this many bytes go on their first (direct) path
   double hysteresis = 0.05;      // keep the previous routing unless the new one is this much better
+  // Start from the previous routing in `out` (when valid) instead of the multiplicative-weights
+  // rounds, when the traffic moved by at most warm_change (sum |new - old| / sum new) since.
+  // All ranks solve the same sequence of matrices, so they still agree bit for bit.
+  bool warm_start = true;
+  double warm_change = 0.5;
 };
 
 // Per flow (ordered pair with bytes), the fraction of its bytes on each of its paths.
@@ -32,6 +45,9 @@ struct Routing {
   double max_congestion = 0;     // max over directed links of load / capacity (seconds)
   bool valid = false;            // false until a solve filled it
   bool kept_previous = false;    // the last solve kept the previous routing (hysteresis)
+  int passes = 0;                // Newton passes the last solve ran (for benchmarks and tests)
+  bool warm = false;             // the last solve started from the previous routing
+  Traffic traffic;               // the matrix `fraction` was solved for
 };
 
 class Router {
@@ -48,7 +64,7 @@ class Router {
     return pair_begin_[i + 1] - pair_begin_[i];
   }
   int total_paths() const { return pair_begin_.back(); }
-  int link_count() const { return int(capacity_.size()); }
+  int link_count() const { return links_; }  // directed links the solve tracks
 
   // Routes `t` into `out`. When `out` holds a valid routing from an earlier solve, it is kept
   // (its congestion re-evaluated under `t`) unless the new routing's max congestion is lower
@@ -59,21 +75,32 @@ class Router {
   double congestion(const Traffic& t, const std::vector<double>& fraction);
 
  private:
-  void route_mwu(const Traffic& t, std::vector<double>* fraction);
-  void add_load(int path, double bytes, double k, double* worst);
+  // Fills scratch_ and util_; returns the Newton passes run.
+  int route(const Traffic& t, const std::vector<double>* previous);
+  void place_fixed_and_collect(const Traffic& t);
+  void first_routing(const Traffic& t);
+  void start_from(const Traffic& t, const std::vector<double>& previous);
+  int refine(const Traffic& t, bool warm);
+  double max_util() const;
+  void add_util(int path, double bytes) {
+    for (int h = path_begin_[size_t(path)]; h < path_begin_[size_t(path) + 1]; ++h)
+      util_[size_t(hop_link_[size_t(h)])] += bytes * hop_inv_cap_[size_t(h)];
+  }
 
   RouterOptions opt_;
   PathSet paths_;
-  std::vector<int> pair_begin_;    // [pair] -> first path; size pairs + 1
-  std::vector<int> path_begin_;    // [path] -> first entry in path_links_; size paths + 1
-  std::vector<int> path_links_;    // compact directed-link ids
-  std::vector<double> capacity_;   // [compact link] bytes/s
-  std::vector<double> inv_cap_;
+  std::vector<int> pair_begin_;       // [pair] -> first path; size pairs + 1
+  std::vector<int> path_begin_;       // [path] -> first hop; size paths + 1
+  std::vector<int> hop_link_;         // [hop] compact directed-link id
+  std::vector<double> hop_inv_cap_;   // [hop] seconds per byte on that link for this path
+  int links_ = 0;                     // compact links (dominated ones dropped)
+  int max_paths_ = 0;                 // most paths of one pair
   // Scratch, sized by init().
-  std::vector<double> load_;       // bytes per compact link
-  std::vector<double> weight_;     // exponential cost per compact link
-  std::vector<double> scratch_;    // fractions of a new solve
-  std::vector<int> flows_;         // pairs with bytes above the threshold, this solve
+  std::vector<double> util_;          // seconds busy per compact link (load / capacity)
+  std::vector<double> weight_;        // exponential cost per compact link
+  std::vector<double> scratch_;       // fractions of a new solve
+  std::vector<double> gradient_, curvature_, next_;  // per path of the flow being refined
+  std::vector<int> flows_;            // pairs with bytes above the threshold, this solve
 };
 
 }  // namespace braid::route

@@ -1,13 +1,12 @@
 // Topologies and traffic matrices shared by the route tests.
 #pragma once
 
-#include <cmath>
 #include <algorithm>
-#include <random>
+#include <cmath>
 #include <vector>
 #include <string>
 
-#include "route/traffic.h"
+#include "route/matrices.h"
 #include "topo/topology.h"
 
 namespace braid::route::testing {
@@ -27,59 +26,47 @@ inline topo::Topology mesh(int n, double gbps = 100) {
   return t;
 }
 
+// `servers` x `per` GPUs: an NVLink mesh of `gbps` per server, each GPU and its NIC (50 GB/s)
+// on one PCIe switch, all NICs joined by one network node.
+inline topo::Topology cluster(int servers, int per, double gbps = 120) {
+  topo::Topology t;
+  t.name = "cluster" + std::to_string(servers) + "x" + std::to_string(per);
+  auto add = [&](topo::NodeKind k, const std::string& name, int server, int numa) {
+    const int id = int(t.nodes.size());
+    t.nodes.push_back({id, k, name, server, numa, 0, 0, ""});
+    return id;
+  };
+  const int net = add(topo::NodeKind::Network, "network0", 0, -1);
+  for (int s = 0; s < servers; ++s) {
+    const int numa = add(topo::NodeKind::Numa, "numa" + std::to_string(s), s, -1);
+    t.nodes[size_t(numa)].cores = 48, t.nodes[size_t(numa)].memory_gbps = 300;
+    std::vector<int> gpus;
+    for (int g = 0; g < per; ++g) {
+      const std::string i = std::to_string(s * per + g);
+      const int sw = add(topo::NodeKind::PcieSwitch, "sw" + i, s, numa);
+      const int gpu = add(topo::NodeKind::Gpu, "gpu" + i, s, numa);
+      const int nic = add(topo::NodeKind::Nic, "nic" + i, s, numa);
+      t.links.push_back({sw, numa, topo::LinkKind::Pcie, 53, 53, 1});
+      t.links.push_back({gpu, sw, topo::LinkKind::Pcie, 53, 53, 1});
+      t.links.push_back({nic, sw, topo::LinkKind::Pcie, 50, 50, 1});
+      t.links.push_back({nic, net, topo::LinkKind::Network, 50, 50, 3});
+      gpus.push_back(gpu);
+    }
+    for (int a = 0; a < per; ++a)
+      for (int b = a + 1; b < per; ++b)
+        t.links.push_back({gpus[size_t(a)], gpus[size_t(b)], topo::LinkKind::NvLink, gbps, gbps, 0.5});
+  }
+  return t;
+}
+
 inline std::string nimble_path() { return std::string(BRAID_SOURCE_DIR) + "/topologies/nimble-h100-2x4.json"; }
 
-inline Traffic uniform(int n, double bytes) {
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = bytes;
-  return t;
-}
-
-inline Traffic random_matrix(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = u(rng) * 64e6;
-  return t;
-}
-
-// Each destination's popularity follows Zipf(1.2); each source sends in proportion.
-inline Traffic zipf(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.5, 1.5);
-  std::vector<int> rank(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) rank[size_t(i)] = i;
-  std::shuffle(rank.begin(), rank.end(), rng);
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = 64e6 * u(rng) / std::pow(double(rank[size_t(d)] + 1), 1.2);
-  return t;
-}
-
-// MoE with one hot expert on rank `hot`: every rank sends most of its tokens there.
-inline Traffic one_hot_expert(int n, int hot) {
-  Traffic t(n);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d) t.at(s, d) = d == hot ? 128e6 : 8e6;
-  return t;
-}
-
-// rank s sends only to perm[s].
-inline Traffic permutation(int n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<int> perm(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) perm[size_t(i)] = i;
-  do std::shuffle(perm.begin(), perm.end(), rng);
-  while ([&] { for (int i = 0; i < n; ++i) if (perm[size_t(i)] == i) return true; return false; }());
-  Traffic t(n);
-  for (int s = 0; s < n; ++s) t.at(s, perm[size_t(s)]) = 256e6;
-  return t;
-}
+// The traffic matrices of route/matrices.h, under the names the tests use.
+using route::nudged;
+using route::one_hot_expert;
+using route::permutation;
+using route::random_matrix;
+using route::uniform;
+using route::zipf;
 
 }  // namespace braid::route::testing

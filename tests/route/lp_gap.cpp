@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "common.h"
@@ -77,9 +78,11 @@ struct Case {
 
 std::vector<Case> cases(int n) {
   std::vector<Case> out;
-  for (unsigned seed = 1; seed <= 3; ++seed) {
+  for (unsigned seed = 1; seed <= 5; ++seed) {
     out.push_back({"random", testing::random_matrix(n, seed)});
-    out.push_back({"zipf", testing::zipf(n, seed)});
+    out.push_back({"zipf 0.6", testing::zipf(n, seed, 0.6)});
+    out.push_back({"zipf 1.2", testing::zipf(n, seed, 1.2)});
+    out.push_back({"zipf 2.0", testing::zipf(n, seed, 2.0)});
     out.push_back({"permutation", testing::permutation(n, seed)});
   }
   out.push_back({"one-hot-expert", testing::one_hot_expert(n, 0)});
@@ -90,18 +93,29 @@ std::vector<Case> cases(int n) {
 
 void check_gaps(const topo::Topology& topo, const char* label) {
   Router r;
-  ASSERT_EQ(r.init(topo), Result::Success) << last_error();
+  RouterOptions o;
+  ASSERT_EQ(r.init(topo, o), Result::Success) << last_error();
   double worst = 0;
-  for (const Case& c : cases(r.ranks())) {
-    Routing out;
-    ASSERT_EQ(r.solve(c.traffic, &out), Result::Success);
-    const double lp = lp_optimum(r, c.traffic);
-    const double gap = out.max_congestion / lp - 1;
+  auto check = [&](const char* name, const Traffic& traffic, Routing* out) {
+    ASSERT_EQ(r.solve(traffic, out), Result::Success);
+    const double lp = lp_optimum(r, traffic);
+    const double gap = out->max_congestion / lp - 1;
     worst = std::max(worst, gap);
-    std::printf("%s %-15s router %.6f ms  LP %.6f ms  gap %+.2f%%\n", label, c.name, out.max_congestion * 1e3,
-                lp * 1e3, gap * 100);
-    EXPECT_GE(gap, -1e-6) << c.name << ": the router beat the LP optimum";
-    EXPECT_LE(gap, 0.03) << c.name;
+    std::printf("%s %-22s router %.6f ms  LP %.6f ms  gap %+.2f%%  (%d Newton passes%s)\n", label, name,
+                out->max_congestion * 1e3, lp * 1e3, gap * 100, out->passes, out->warm ? ", warm" : "");
+    EXPECT_GE(gap, -1e-6) << name << ": the router beat the LP optimum";
+    EXPECT_LE(gap, 0.03) << name;
+  };
+  for (const Case& c : cases(r.ranks())) {
+    Routing routing;
+    check(c.name, c.traffic, &routing);
+    // Warm: the next step's matrix (every flow within +-20%) from this routing.
+    RouterOptions always_new = o;
+    always_new.hysteresis = -1;
+    r.set_options(always_new);
+    check((std::string(c.name) + " (warm)").c_str(), testing::nudged(c.traffic, 20), &routing);
+    EXPECT_TRUE(routing.warm) << c.name;
+    r.set_options(o);
   }
   std::printf("%s worst gap %+.2f%%\n", label, worst * 100);
 }
@@ -109,6 +123,8 @@ void check_gaps(const topo::Topology& topo, const char* label) {
 TEST(RouteLpGap, Mesh4) { check_gaps(testing::mesh(4), "mesh4"); }
 
 TEST(RouteLpGap, Mesh8) { check_gaps(testing::mesh(8), "mesh8"); }
+
+TEST(RouteLpGap, Cluster4x4Nic) { check_gaps(testing::cluster(4, 4), "cluster4x4"); }
 
 TEST(RouteLpGap, Nimble) {
   topo::Topology t;

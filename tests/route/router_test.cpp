@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 
 #include "common.h"
 
@@ -42,11 +43,17 @@ TEST(RoutePaths, NimbleHasNicPathsBetweenServers) {
   }
 }
 
+// n ranks, only src -> dst sends.
+Traffic hot_pair(int n, int src, int dst, double bytes) {
+  Traffic t(n);
+  t.at(src, dst) = bytes;
+  return t;
+}
+
 TEST(Router, HotPairSpreadsOverRelays) {
   Router r;
   ASSERT_EQ(r.init(mesh(4)), Result::Success);
-  Traffic t(4);
-  t.at(0, 1) = 300e6;
+  const Traffic t = hot_pair(4, 0, 1, 300e6);
   Routing out;
   ASSERT_EQ(r.solve(t, &out), Result::Success);
   const int o = r.path_offset(0, 1);
@@ -153,6 +160,82 @@ TEST(Router, ReusesOutputStorage) {
         EXPECT_NEAR(sum, 1.0, 1e-12);
       }
   }
+}
+
+// Links the router drops as dominated (used only by paths through a link no wider) never set
+// the max: its congestion equals the max over every directed link of every path.
+TEST(Router, DroppedLinksNeverSetTheMax) {
+  topo::Topology t;
+  ASSERT_EQ(topo::load_topology(testing::nimble_path(), &t), Result::Success) << last_error();
+  for (const topo::Topology& topo : {t, testing::cluster(4, 4)}) {
+    Router r;
+    ASSERT_EQ(r.init(topo), Result::Success);
+    std::map<std::pair<int, bool>, double> load, capacity;
+    for (const auto& pair : r.paths().pairs)
+      for (const Path& p : pair)
+        for (const DirLink& l : p.hops) capacity[{l.link, l.forward}] = l.capacity;
+    EXPECT_LT(r.link_count(), int(capacity.size())) << topo.name;  // some were dropped
+    const Traffic tr = testing::zipf(r.ranks(), 3, 2.0);
+    Routing out;
+    ASSERT_EQ(r.solve(tr, &out), Result::Success);
+    for (int s = 0; s < r.ranks(); ++s)
+      for (int d = 0; d < r.ranks(); ++d) {
+        if (s == d) continue;
+        for (int p = 0; p < r.path_count(s, d); ++p)
+          for (const DirLink& l : r.paths().of(s, d)[size_t(p)].hops)
+            load[{l.link, l.forward}] += tr.at(s, d) * out.fraction[size_t(r.path_offset(s, d) + p)];
+      }
+    double worst = 0;
+    for (const auto& [link, bytes] : load) worst = std::max(worst, bytes / capacity[link]);
+    EXPECT_NEAR(out.max_congestion, worst, worst * 1e-9) << topo.name;
+  }
+}
+
+// Every pair gets a complete routing, idle ones included (on their first path), so a routing
+// kept by hysteresis still carries a flow that starts later.
+TEST(Router, IdlePairsAreRoutedToo) {
+  Router r;
+  ASSERT_EQ(r.init(mesh(4)), Result::Success);
+  Traffic t = hot_pair(4, 0, 1, 300e6);
+  Routing out;
+  auto expect_complete = [&] {
+    for (int s = 0; s < 4; ++s)
+      for (int d = 0; d < 4; ++d) {
+        if (s == d) continue;
+        double sum = 0;
+        for (int p = 0; p < r.path_count(s, d); ++p) sum += out.fraction[size_t(r.path_offset(s, d) + p)];
+        EXPECT_NEAR(sum, 1.0, 1e-12) << s << "->" << d;
+      }
+  };
+  ASSERT_EQ(r.solve(t, &out), Result::Success);
+  expect_complete();
+  EXPECT_EQ(out.fraction[size_t(r.path_offset(1, 0))], 1.0);
+  // A new flow under the kept routing is counted, so the kept routing is not "better" by
+  // ignoring it. 1 -> 0 uses the reverse of every link of 0 -> 1: both spread, 1 ms each.
+  t.at(1, 0) = 300e6;
+  ASSERT_EQ(r.solve(t, &out), Result::Success);
+  expect_complete();
+  EXPECT_NEAR(out.max_congestion, 1e-3, 0.03e-3);
+}
+
+// The previous routing is the start when the traffic moved little, not when it changed.
+TEST(Router, WarmStartOnlyFromSimilarTraffic) {
+  Router r;
+  RouterOptions opt;
+  opt.hysteresis = -1;
+  ASSERT_EQ(r.init(mesh(8), opt), Result::Success);
+  Routing out;
+  const Traffic first = testing::zipf(8, 1);
+  ASSERT_EQ(r.solve(first, &out), Result::Success);
+  EXPECT_FALSE(out.warm);
+  ASSERT_EQ(r.solve(testing::nudged(first, 20), &out), Result::Success);
+  EXPECT_TRUE(out.warm);
+  ASSERT_EQ(r.solve(testing::permutation(8, 2), &out), Result::Success);
+  EXPECT_FALSE(out.warm);
+  opt.warm_start = false;
+  r.set_options(opt);
+  ASSERT_EQ(r.solve(testing::nudged(testing::permutation(8, 2), 5), &out), Result::Success);
+  EXPECT_FALSE(out.warm);
 }
 
 TEST(Router, RejectsWrongSize) {

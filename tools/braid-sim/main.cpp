@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "alltoallv.h"
 #include "common/result.h"
 #include "common/sizes.h"
 #include "common/types.h"
@@ -42,7 +43,19 @@ int main(int argc, char** argv) {
   app.add_option("-d,--datatype", dtype_name, "element type");
   app.add_option("-C,--collective", collectives, "collectives to simulate");
   app.add_option("-J,--json", json_path, "also write the rows as JSON");
+  sim::AlltoallvArgs a2av;
+  CLI::App* alltoallv = app.add_subcommand(
+      "alltoallv", "predicted all-to-all(v) time: NCCL-like direct routing against NIMBLE's routing (flow-level model)");
+  alltoallv->add_option("--topo,-t", a2av.topo, "bundled topology name or JSON file");
+  alltoallv->add_option("--matrix,-m", a2av.matrices,
+                        "uniform, zipf:S, hot-expert, permutation, hotspot:R (NIMBLE's hotspot ratio), random");
+  alltoallv->add_option("--bytes,-b", a2av.bytes, "mean bytes each rank sends");
+  alltoallv->add_option("--relay-efficiency", a2av.relay_efficiency, "share of link capacity a relayed byte gets");
+  alltoallv->add_option("--threshold", a2av.threshold, "flows below this size go direct");
+  alltoallv->add_option("--seed", a2av.seed, "seed of the random matrices");
+  alltoallv->add_flag("--pair", a2av.pair, "one pair's bandwidth with 0, 1, 2, ... relay paths");
   CLI11_PARSE(app, argc, argv);
+  if (alltoallv->parsed()) return sim::run_alltoallv(a2av);
 
   topo::Topology t;
   if (topo::load_topology(topo_name, &t) != Result::Success) {

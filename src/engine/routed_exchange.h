@@ -1,0 +1,40 @@
+// Runs one rank's part of a routed all-to-allv (route/exchange_plan.h) on a device backend:
+// the rank's own ranges go by peer copies straight into the receivers' buffers, or into a
+// relay's scratch; as a relay, it waits for each range it carries and copies it on into the
+// receiver's buffer at its final place. On the CPU backend device memory is host memory and
+// peer copies are memcpy (ranks as threads); on GPUs the same calls are peer copies over NVLink.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "device/backend.h"
+#include "route/exchange_plan.h"
+
+namespace braid::engine {
+
+// Every rank's buffers as this rank's backend addresses them (peer access / IPC handles).
+struct ExchangeBuffers {
+  std::vector<const void*> send;  // [rank] packed send blocks (layout.send_offset)
+  std::vector<void*> recv;        // [rank] packed receive blocks (layout.recv_offset)
+  std::vector<void*> scratch;     // [rank] plan.scratch_bytes[rank] bytes
+};
+
+// Counters every rank's queues can reach, one pair per transfer of the plan, never reset: each
+// exchange raises them to its own `epoch`, larger than any earlier one.
+struct ExchangeSignals {
+  std::atomic<uint64_t>* relayed = nullptr;  // [transfer] the range is in the relay's scratch
+  std::atomic<uint64_t>* landed = nullptr;   // [transfer] the range is in the receiver's buffer
+};
+
+// Enqueues this rank's copies and forwards, then waits (at most `timeout_s`) until every range
+// it receives has landed and every copy out of its send buffer and scratch has finished. Sends
+// go on one queue that never waits and forwards on another that waits only for sends, so no
+// rank's queue can wait on a copy queued behind a wait of its own: no deadlock.
+Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
+                    const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend,
+                    double timeout_s = 30.0);
+
+}  // namespace braid::engine

@@ -1,0 +1,64 @@
+// A routed all-to-allv as byte-range transfers: each flow's block is cut into consecutive
+// ranges, one per path the routing gives it (route/router.h); a direct range goes straight from
+// the sender's block into the receiver's, a relayed one through a scratch area of the relay GPU
+// and on into the receiver's block at the same offset. Every range lands in place at the
+// receiver, so nothing is copied twice there; the relay holds its ranges only in its scratch.
+//
+// The plan is data, for any executor (engine/routed_exchange.h runs it on a device backend);
+// check_exchange_plan() proves a plan covers every receive byte exactly once with the right
+// bytes, the way the DSL validator proves a program.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "common/result.h"
+#include "route/router.h"
+
+namespace braid::route {
+
+// Elements each rank sends each rank, and where they sit: row-major ranks x ranks. Send blocks
+// of rank s are in destination order at send_offset(s, d), receive blocks of rank d in source
+// order at recv_offset(s, d) (NCCL-style displacements of a packed all-to-allv).
+struct ExchangeLayout {
+  int ranks = 0;
+  size_t element_bytes = 1;
+  std::vector<size_t> counts;  // [s * ranks + d] elements s sends d
+  size_t count(int s, int d) const { return counts[size_t(s) * size_t(ranks) + size_t(d)]; }
+  size_t send_offset(int s, int d) const;  // bytes
+  size_t recv_offset(int s, int d) const;  // bytes
+  size_t send_bytes(int s) const;
+  size_t recv_bytes(int d) const;
+};
+
+// One range of one flow: `bytes` from offset `begin` of the flow's block. via < 0: straight
+// from the sender to the receiver; else through relay rank `via`'s scratch at `scratch_offset`.
+struct Transfer {
+  int src = 0, dst = 0, via = -1;
+  size_t begin = 0;           // offset inside the flow's block (bytes)
+  size_t bytes = 0;
+  size_t scratch_offset = 0;  // relays only
+};
+
+struct ExchangePlan {
+  ExchangeLayout layout;
+  std::vector<Transfer> transfers;    // flows in (src, dst) order, ranges in block order
+  std::vector<size_t> scratch_bytes;  // [rank] scratch its relaying needs
+};
+
+struct ExchangePlanOptions {
+  // Ranges smaller than this go back to the flow's first path (a relay for a few bytes costs
+  // more than it moves). NIC and default paths are carried as direct ranges here.
+  size_t min_range_bytes = 4096;
+};
+
+// The plan for `layout` under `routing` (router.solve() of the same traffic in bytes).
+Result build_exchange_plan(const Router& router, const Routing& routing, const ExchangeLayout& layout,
+                           const ExchangePlanOptions& options, ExchangePlan* out);
+
+// Proves `plan`: ranges inside their blocks and element-aligned, every receive byte written
+// by exactly one final hop and with the byte of the matching send offset, relay ranges in
+// disjoint scratch inside scratch_bytes, no relay through the sender or the receiver.
+Result check_exchange_plan(const ExchangePlan& plan);
+
+}  // namespace braid::route
