@@ -44,7 +44,11 @@ Plugin& plugin() {
 
 TcpTransport* transport() { return plugin().transport.get(); }
 
-int to_nccl(Result r) { return int(r); }
+// braid's errors carry their text (last_error); NCCL hears it through its own logger.
+int to_nccl(Result r) {
+  if (r != Result::Success) BRAID_NET_WARN("%s", last_error());
+  return int(r);
+}
 
 // Each emulated node (NCCL_HOSTID on the one-GPU rig) gets its own host-wide NIC board.
 std::string board_name(const std::vector<Nic>& nics) {
