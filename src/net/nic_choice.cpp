@@ -30,6 +30,32 @@ uint32_t choose_nics(Schedule schedule, const ChoiceInput& in) {
   return m & -m;
 }
 
+ChoiceDamper::ChoiceDamper(int64_t base_hold_ns, int64_t max_hold_ns)
+    : base_(std::max<int64_t>(base_hold_ns, 1)), max_(std::max(max_hold_ns, base_hold_ns)) {}
+
+uint32_t ChoiceDamper::filter(uint32_t idle, int nic_count, int64_t now) {
+  uint32_t usable = 0;
+  for (int n = 0; n < std::min(nic_count, kNics); ++n) {
+    if (!(idle & (1u << n))) {
+      // Busy again within a few holds of coming free: a flap.
+      if (freed_at_[n] && now - freed_at_[n] < 4 * std::max(hold_[n], base_))
+        hold_[n] = std::min(max_, hold_[n] ? 2 * hold_[n] : base_);
+      freed_at_[n] = 0;
+      busy_seen_[n] = now;
+      continue;
+    }
+    if (busy_seen_[n] && !freed_at_[n]) freed_at_[n] = now;
+    if (busy_seen_[n] && now - busy_seen_[n] < hold_[n]) continue;  // still held
+    if (freed_at_[n] && hold_[n] && now - freed_at_[n] > 16 * hold_[n]) {  // long calm
+      hold_[n] /= 2;
+      freed_at_[n] = now;
+      if (hold_[n] < base_) hold_[n] = 0;
+    }
+    usable |= 1u << n;
+  }
+  return usable;
+}
+
 std::vector<Piece> cut_message(uint32_t mask, size_t bytes, const std::vector<double>& weights,
                                int streams, size_t min_piece) {
   std::vector<int> nics;

@@ -26,6 +26,25 @@ struct ChoiceInput {
 // that is idle on both sides (the direct one included when idle).
 uint32_t choose_nics(Schedule schedule, const ChoiceInput& in);
 
+// The second half of the hysteresis (the monitor's idle window is the first): per connection,
+// a NIC that turns busy again soon after it was found idle (a flap) must stay quiet for a hold
+// time before it is used again; the hold doubles with each flap, up to `max_hold_ns`, and halves
+// after a long calm. Steady load then settles on one choice instead of following every gap.
+class ChoiceDamper {
+ public:
+  ChoiceDamper(int64_t base_hold_ns = 2000000, int64_t max_hold_ns = 64000000);
+  // `idle`: what the monitor and the credits say now; returns what the choice may use.
+  uint32_t filter(uint32_t idle, int nic_count, int64_t now);
+  int64_t hold_ns(int nic) const { return hold_[nic]; }
+
+ private:
+  static constexpr int kNics = 32;
+  int64_t base_, max_;
+  int64_t busy_seen_[kNics] = {};  // the last time the NIC was seen busy
+  int64_t freed_at_[kNics] = {};   // when it was last seen idle after being busy (0: not since)
+  int64_t hold_[kNics] = {};
+};
+
 struct Piece {
   int nic = 0;
   size_t offset = 0;

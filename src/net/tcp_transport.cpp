@@ -97,6 +97,7 @@ struct Comm {
   std::atomic<int> error{0};            // a Result; sticky
   std::atomic<int> dead_streams{0};
   uint32_t rotate = 0;
+  ChoiceDamper damper;                  // under mu
   CommStats stats;                      // under mu
 };
 
@@ -397,8 +398,9 @@ void TcpTransport::State::run(int nic) {
     }
     if (moved) continue;
     if (has_receiver_control) wait_ns = std::min(wait_ns, std::max<int64_t>(monitor->idle_ns() / 4, 100000));
-    int timeout_ms = int(std::max<int64_t>(wait_ns / 1000000, wait_ns > 0 ? 1 : 0));
-    poll(fds.data(), fds.size(), timeout_ms);
+    // ppoll sleeps to the microsecond, so a rate-limited NIC wakes when its tokens are there.
+    timespec ts{time_t(wait_ns / 1000000000), long(wait_ns % 1000000000)};
+    ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (fds[0].revents & POLLIN) {
       uint64_t v;
       ssize_t r = read(t.wake_fd, &v, sizeof v);
@@ -435,6 +437,7 @@ Result TcpTransport::State::build_comm(bool is_send, int direct, int remote_nics
   c->direct = direct;
   c->remote_nic_count = std::max(remote_nics, 1);
   c->worker = workers[size_t(direct)];
+  c->damper = ChoiceDamper(opt.idle_ns, 8 * opt.idle_ns);
   c->monitor_slot = monitor->claim(direct, c->worker);
   c->control = std::make_unique<Stream>();
   c->control->fd = control_fd;
@@ -475,9 +478,10 @@ TcpTransport::TcpTransport(std::unique_ptr<State> state) : s_(std::move(state)) 
   for (size_t i = 0; i < s_->opt.nics.size(); ++i) {
     auto t = std::make_unique<NicThread>();
     t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    // A burst of 1 ms of traffic (at least 64 KB) keeps the emulated rate close at every scale.
+    // A burst of 10 ms of traffic (at least 256 KB): wake-ups late by less than that (this
+    // shared machine makes them late by milliseconds) lose nothing.
     double rate = s_->opt.rate_bytes_per_s;
-    t->bucket = TokenBucket(rate, std::max(65536.0, rate * 1e-3));
+    t->bucket = TokenBucket(rate, std::max(262144.0, rate * 10e-3));
     s_->threads.push_back(std::move(t));
   }
   for (size_t i = 0; i < s_->threads.size(); ++i) s_->threads[i]->thread = std::thread([this, i] { s_->run(int(i)); });
@@ -732,6 +736,7 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
   {
     std::lock_guard<std::mutex> lock(c->mu);
     in.rotate = c->rotate++;
+    in.local_idle = c->damper.filter(in.local_idle & in.remote_idle, in.nic_count, now);
     Request* req = nullptr;
     for (auto& r : c->requests)
       if (!r.used.load()) { req = &r; break; }
@@ -840,6 +845,11 @@ Result TcpTransport::close_listen(ListenComm* l) {
   for (auto& [id, e] : l->early) ::close(e.first);
   delete l;
   return Result::Success;
+}
+
+int64_t TcpTransport::damper_hold_ns(Comm* c, int nic) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->damper.hold_ns(nic);
 }
 
 CommStats TcpTransport::stats(Comm* c) {

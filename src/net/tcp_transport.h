@@ -45,6 +45,8 @@ class TcpTransport final : public Transport {
   Result close_listen(ListenComm* listener) override;
   CommStats stats(Comm* comm) override;
   NicMonitor& monitor();
+  // The hold the connection's damper puts on `nic` now (tests).
+  int64_t damper_hold_ns(Comm* comm, int nic);
 
   struct State;
 

@@ -62,6 +62,47 @@ TEST(NetChoice, OtherSchedules) {
   EXPECT_EQ(parse_schedule("fuselink"), Schedule::FuseLink);
 }
 
+constexpr int64_t kMs = 1000000;
+
+TEST(NetChoiceDamper, NicThatStaysFreeIsUsableAtOnce) {
+  ChoiceDamper d(2 * kMs, 16 * kMs);
+  EXPECT_EQ(d.filter(0b01, 2, 1000 * kMs), 0b01u);  // NIC 1 busy
+  EXPECT_EQ(d.filter(0b11, 2, 1001 * kMs), 0b11u);  // free again: no hold learned yet
+  EXPECT_EQ(d.hold_ns(1), 0);
+}
+
+TEST(NetChoiceDamper, FlapsEarnAGrowingHoldUpToTheCap) {
+  ChoiceDamper d(2 * kMs, 8 * kMs);
+  int64_t t = 1000 * kMs;  // clock times are never 0
+  d.filter(0b01, 2, t);               // busy
+  d.filter(0b11, 2, t += kMs);        // free
+  d.filter(0b01, 2, t += kMs);        // busy again soon: a flap
+  EXPECT_EQ(d.hold_ns(1), 2 * kMs);
+  EXPECT_EQ(d.filter(0b11, 2, t + kMs), 0b01u);      // held
+  EXPECT_EQ(d.filter(0b11, 2, t + 2 * kMs), 0b11u);  // hold served
+  t += 2 * kMs;
+  d.filter(0b01, 2, t += kMs);        // flaps again
+  EXPECT_EQ(d.hold_ns(1), 4 * kMs);
+  for (int i = 0; i < 5; ++i) {
+    d.filter(0b11, 2, t += d.hold_ns(1));
+    d.filter(0b01, 2, t += kMs);
+  }
+  EXPECT_EQ(d.hold_ns(1), 8 * kMs);   // capped
+  EXPECT_EQ(d.filter(0b11, 2, t + 7 * kMs), 0b01u);
+}
+
+TEST(NetChoiceDamper, LongCalmForgetsTheHold) {
+  ChoiceDamper d(2 * kMs, 8 * kMs);
+  int64_t t = 1000 * kMs;  // clock times are never 0
+  d.filter(0b01, 2, t);
+  d.filter(0b11, 2, t += kMs);
+  d.filter(0b01, 2, t += kMs);
+  ASSERT_EQ(d.hold_ns(1), 2 * kMs);
+  d.filter(0b11, 2, t += 3 * kMs);    // free, hold served
+  EXPECT_EQ(d.filter(0b11, 2, t += 40 * kMs), 0b11u);  // a long calm
+  EXPECT_EQ(d.hold_ns(1), 0);
+}
+
 void expect_exact_cover(const std::vector<Piece>& pieces, size_t bytes) {
   size_t at = 0;
   for (const Piece& p : pieces) {
