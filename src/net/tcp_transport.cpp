@@ -171,6 +171,7 @@ struct TcpTransport::State {
   bool progress_control(Stream* s, int64_t now);
   void attach(Comm* c);
   void detach(Comm* c);
+  void help(Comm* c);
   Result build_comm(bool is_send, int direct, int remote_nics, int control_fd,
                     const std::vector<std::pair<int, int>>& data, Comm** out);
 };
@@ -406,6 +407,27 @@ void TcpTransport::State::run(int nic) {
       ssize_t r = read(t.wake_fd, &v, sizeof v);
       (void)r;
     }
+  }
+}
+
+// The thread that tests a request moves its connection's bytes too, where the NIC's thread is
+// not at it already: NCCL's proxy thread polls test() without pause, and on a machine short of
+// cores its time is better spent on the sockets than on asking (NCCL's socket transport does its
+// I/O in test() alone).
+void TcpTransport::State::help(Comm* c) {
+  int64_t now = now_ns();
+  for (int n = 0; n < int(threads.size()); ++n) {
+    NicThread& t = *threads[n];
+    bool mine = false;
+    for (auto& s : c->streams) mine |= s->nic == n;
+    if (!mine || !t.mu.try_lock()) continue;
+    int64_t wait = 0;
+    for (auto& s : c->streams) {
+      if (s->nic != n || s->dead.load()) continue;
+      if (c->is_send) progress_send(t, s.get(), now, &wait);
+      else progress_recv(s.get(), now);
+    }
+    t.mu.unlock();
   }
 }
 
@@ -812,6 +834,7 @@ Result TcpTransport::test(Request* req, bool* done, size_t* bytes) {
     return Result::Success;
   }
   if (int e = c->error.load()) return fail(Result(e), "%s: the connection failed", req->is_send ? "send" : "receive");
+  s_->help(c);
   if (c->dead_streams.load() > 0 && c->control->dead.load()) {
     // The peer is gone. A send cannot complete; a receive can only while some stream may still
     // hold its bytes: one neither closed nor parked on a later message.
