@@ -16,6 +16,13 @@
 #                  alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over rounds compared
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 1K to 64M
+#   net N          NCCL's inter-node path through braid's net plugin (libnccl-net-braid.so,
+#                  NCCL_NET_PLUGIN=braid) against NCCL's own socket transport over the same
+#                  loopback interface: plain NCCL (no libbraid.so), P2P and SHM off, nccl-tests -c 1
+#                  1K to 256M for all_reduce, all_gather, reduce_scatter, sendrecv; variants
+#                  plain-socket, braid-net-1nic (127.0.0.1), braid-net-2nic (127.0.0.1 and .2), and
+#                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400);
+#                  bench/rig/net_table.py puts busbw and #wrong side by side (docs/NET.md)
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -236,6 +243,29 @@ suite_hosttime() {
   done
 }
 
+# braid's net plugin against NCCL's socket transport (see the header). The ranks pose as hosts,
+# so NCCL's only path between them is its net transport; P2P and SHM are off to make sure.
+# NCCL_NET names the transport outright: a plugin that fails to load is an error, not a silent
+# fall-back to NCCL's own sockets; NCCL_DEBUG_SUBSYS=INIT,NET logs which one ran.
+suite_net() {
+  local n=$1 c variant rate=${RIG_NET_RATE:-400}
+  local base=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET)
+  for c in all_reduce all_gather reduce_scatter sendrecv; do
+    for variant in plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped; do
+      local env=("${base[@]}")
+      case $variant in
+        plain-socket) env+=(NCCL_NET Socket NCCL_SOCKET_IFNAME lo) ;;
+        braid-net-1nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1) ;;
+        braid-net-2nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1,127.0.0.2) ;;
+      esac
+      [[ $variant == *shaped ]] && env+=(BRAID_NET_RATE_MBPS "$rate")
+      launch plain "$n" "${env[@]}"
+      run "$OUT/net/${variant}_n${n}_${c}.log" 150 "${L[@]}" "$nt/${c}_perf" -b 1K -e 256M -f 4 -n 5 -w 2 -c 1 -T 60
+    done
+  done
+  python3 "$root/bench/rig/net_table.py" "$OUT/net" | tee "$OUT/net_table.txt" | tee -a "$rig_summary"
+}
+
 args=("$@")
 [[ ${#args[@]} -eq 1 && ${args[0]} == all ]] && args=(correctness 2 dying 2 hosttime 2 fuzz correctness 4 dying 4)
 ((${#args[@]})) || { echo "usage: bash bench/rig/run.sh SUITE [N] ... (see the header)"; exit 2; }
@@ -252,6 +282,7 @@ while ((i < ${#args[@]})); do
     fuzz) suite_fuzz ;;
     hosttime) suite_hosttime "$n" ;;
     modes) suite_modes "$n" ;;
+    net) suite_net "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -260,7 +291,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

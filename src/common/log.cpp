@@ -39,7 +39,8 @@ constexpr SubsysName kSubsysNames[] = {
     {"INIT", LogSubsys::Init},     {"COLL", LogSubsys::Coll},   {"ENGINE", LogSubsys::Engine},
     {"SHM", LogSubsys::Shm},       {"TOPO", LogSubsys::Topo},   {"PLAN", LogSubsys::Plan},
     {"BALANCE", LogSubsys::Balance}, {"ENV", LogSubsys::Env},   {"ALLOC", LogSubsys::Alloc},
-    {"DEVICE", LogSubsys::Device}, {"SHIM", LogSubsys::Shim},   {"ALL", LogSubsys::All},
+    {"DEVICE", LogSubsys::Device}, {"SHIM", LogSubsys::Shim},   {"NET", LogSubsys::Net},
+    {"ALL", LogSubsys::All},
 };
 
 LogLevel parse_level(const std::string& v) {

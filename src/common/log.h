@@ -21,6 +21,7 @@ enum class LogSubsys : uint32_t {
   Alloc = 1u << 8,
   Device = 1u << 9,
   Shim = 1u << 10,
+  Net = 1u << 11,
   All = ~0u,
 };
 

@@ -1,0 +1,883 @@
+#include "net/tcp_transport.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "net/clock.h"
+#include "net/net_log.h"
+#include "net/sockets.h"
+#include "net/token_bucket.h"
+
+namespace braid::net {
+
+namespace {
+constexpr int kRequestsPerComm = 64;  // NCCL keeps at most 32 in flight per connection
+constexpr uint64_t kNoTotal = ~uint64_t(0);
+
+uint64_t random64() {
+  static std::mutex mu;
+  static std::mt19937_64 gen(std::random_device{}() ^ uint64_t(now_ns()) ^ (uint64_t(getpid()) << 32));
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t v = 0;
+  while (v == 0) v = gen();
+  return v;
+}
+}  // namespace
+
+struct Request {
+  std::atomic<bool> used{false};
+  bool is_send = false;
+  Comm* comm = nullptr;
+  char* data = nullptr;
+  size_t capacity = 0;          // send: the message size; receive: the buffer size
+  uint64_t seq = 0;
+  std::atomic<int> pieces_left{0};            // send
+  std::atomic<uint64_t> total{kNoTotal};      // receive: the sender's size once a header came
+  std::atomic<uint64_t> received{0};          // receive
+};
+
+struct SendPiece {
+  Request* request;
+  PieceHeader header;
+  const char* data;
+  bool owner;  // on the connection's direct NIC: counts as its worker's own traffic
+};
+
+enum class StreamKind { Data, Control };
+
+struct Stream {
+  int fd = -1;
+  int nic = 0;             // local NIC (whose thread moves it)
+  StreamKind kind = StreamKind::Data;
+  Comm* comm = nullptr;
+  std::atomic<bool> dead{false};
+  // Sending (queue under comm->mu; the rest only on the NIC thread).
+  std::deque<SendPiece> queue;
+  std::atomic<size_t> queued_bytes{0};
+  size_t front_sent = 0;
+  // Receiving (NIC thread only).
+  PieceHeader header{};
+  size_t header_got = 0;
+  std::atomic<bool> parked{false};  // header read, its message not posted yet
+  Request* target = nullptr;
+  size_t payload_got = 0;
+  // Control: credits.
+  Credit credit_in{};
+  size_t credit_got = 0;
+  Credit credit_out{};
+  size_t credit_put = sizeof(Credit);
+  uint32_t credit_sent_mask = ~0u;
+};
+
+struct Comm {
+  bool is_send = false;
+  int direct = 0;
+  uint64_t worker = 0;
+  int monitor_slot = -1;
+  int remote_nic_count = 1;
+  std::mutex mu;
+  std::vector<std::unique_ptr<Stream>> streams;  // data streams, nic-major
+  std::unique_ptr<Stream> control;
+  Request requests[kRequestsPerComm];
+  uint64_t next_seq = 0;
+  std::map<uint64_t, Request*> posted;  // receive: seq -> request
+  std::atomic<uint32_t> remote_idle{~0u};
+  std::atomic<int> error{0};            // a Result; sticky
+  std::atomic<int> dead_streams{0};
+  uint32_t rotate = 0;
+  ChoiceDamper damper;                  // under mu
+  CommStats stats;                      // under mu
+};
+
+struct ListenComm {
+  int nic = 0;
+  uint64_t nonce = 0;
+  int control_fd = -1;
+  std::vector<int> data_fds;            // one listener per local NIC
+  std::vector<WireAddress> data_addrs;
+  // The connection being accepted.
+  int stage = 0;
+  int pending_fd = -1;
+  Hello hello{};
+  size_t hello_got = 0;
+  // Data streams that arrived early, by connection id: (fd, local nic, hello).
+  std::multimap<uint64_t, std::pair<int, int>> early;
+  std::vector<std::pair<int, int>> accepted;  // (fd, local nic) of the current connection
+  int64_t deadline_ns = 0;                     // for the current connection's data streams
+};
+
+struct PendingConnect {
+  ListenHandle handle{};
+  int stage = 0;
+  int fd = -1;
+  uint64_t connection = 0;
+  std::vector<uint8_t> reply;
+  size_t reply_got = 0;
+};
+
+struct NicThread {
+  std::thread thread;
+  std::mutex mu;  // guards `streams`; held while the thread works on them
+  std::vector<Stream*> streams;
+  int wake_fd = -1;
+  TokenBucket bucket;
+  std::atomic<bool> stop{false};
+};
+
+struct TcpTransport::State {
+  TcpOptions opt;
+  std::shared_ptr<NicMonitor> monitor;
+  std::vector<std::unique_ptr<NicThread>> threads;
+  std::mutex pending_mu;
+  std::map<void*, PendingConnect> pending;  // by handle memory: NCCL calls connect again with it
+  std::vector<uint64_t> workers;            // this transport's worker on each direct NIC
+
+  void wake(int nic) {
+    uint64_t one = 1;
+    ssize_t r = write(threads[nic]->wake_fd, &one, sizeof one);
+    (void)r;
+  }
+  void wake_all(Comm* c) {
+    bool seen[kMaxNics] = {};
+    for (auto& s : c->streams) seen[s->nic] = true;
+    if (c->control) seen[c->control->nic] = true;
+    for (int i = 0; i < int(threads.size()); ++i)
+      if (seen[i]) wake(i);
+  }
+  void fail_comm(Comm* c, Result r) {
+    int expected = 0;
+    c->error.compare_exchange_strong(expected, int(r));
+  }
+  void stream_dead(Stream* s) {
+    if (s->dead.exchange(true)) return;
+    s->comm->dead_streams.fetch_add(1);
+  }
+
+  void run(int nic);
+  bool progress_send(NicThread& t, Stream* s, int64_t now, int64_t* wait_ns);
+  bool progress_recv(Stream* s, int64_t now);
+  bool progress_control(Stream* s, int64_t now);
+  void attach(Comm* c);
+  void detach(Comm* c);
+  void help(Comm* c);
+  Result build_comm(bool is_send, int direct, int remote_nics, int control_fd,
+                    const std::vector<std::pair<int, int>>& data, Comm** out);
+};
+
+// --- progress ---------------------------------------------------------------------------------
+
+bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, int64_t* wait_ns) {
+  Comm* c = s->comm;
+  bool moved = false;
+  for (;;) {
+    SendPiece* p;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (s->queue.empty()) return moved;
+      p = &s->queue.front();
+    }
+    const size_t total = sizeof(PieceHeader) + p->header.bytes;
+    size_t allowed = t.bucket.available(now);
+    if (allowed == 0) {
+      *wait_ns = std::min(*wait_ns, t.bucket.wait_ns(now, std::min<size_t>(total - s->front_sent, 65536)));
+      return moved;
+    }
+    iovec iov[2];
+    int n = 0;
+    size_t want = 0;
+    if (s->front_sent < sizeof(PieceHeader)) {
+      iov[n++] = {reinterpret_cast<char*>(&p->header) + s->front_sent, sizeof(PieceHeader) - s->front_sent};
+      want += sizeof(PieceHeader) - s->front_sent;
+      if (p->header.bytes) {
+        iov[n++] = {const_cast<char*>(p->data), p->header.bytes};
+        want += p->header.bytes;
+      }
+    } else {
+      size_t done = s->front_sent - sizeof(PieceHeader);
+      iov[n++] = {const_cast<char*>(p->data) + done, p->header.bytes - done};
+      want += p->header.bytes - done;
+    }
+    // Trim the write to the tokens there are.
+    if (allowed < want) {
+      size_t keep = allowed;
+      for (int i = 0; i < n; ++i) {
+        iov[i].iov_len = std::min(iov[i].iov_len, keep);
+        keep -= iov[i].iov_len;
+      }
+      while (n > 0 && iov[n - 1].iov_len == 0) --n;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = size_t(n);
+    ssize_t r = sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
+      BRAID_NET_WARN("send on NIC %d: %s", s->nic, strerror(errno));
+      fail_comm(c, Result::RemoteError);
+      stream_dead(s);
+      return moved;
+    }
+    t.bucket.consume(size_t(r));
+    moved = true;
+    s->front_sent += size_t(r);
+    if (s->front_sent < total) continue;
+    // The piece is out.
+    s->front_sent = 0;
+    Request* req = p->request;
+    bool owner = p->owner;
+    size_t bytes = p->header.bytes;
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      s->queue.pop_front();
+    }
+    s->queued_bytes.fetch_sub(bytes);
+    if (owner) monitor->end(c->direct, c->monitor_slot, now_ns());
+    req->pieces_left.fetch_sub(1);
+  }
+}
+
+bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
+  Comm* c = s->comm;
+  bool moved = false;
+  for (;;) {
+    if (!s->target) {
+      if (s->header_got < sizeof(PieceHeader)) {
+        long r = read_some(s->fd, reinterpret_cast<char*>(&s->header) + s->header_got, sizeof(PieceHeader) - s->header_got);
+        if (r == 0) return moved;
+        if (r < 0) {
+          if (s->header_got > 0 || r == -2) {
+            BRAID_NET_WARN("NIC %d: the peer's connection broke %s", s->nic, s->header_got ? "inside a message" : "");
+            fail_comm(c, Result::RemoteError);
+          }
+          stream_dead(s);
+          return moved;
+        }
+        moved = true;
+        s->header_got += size_t(r);
+        if (s->header_got < sizeof(PieceHeader)) continue;
+        const PieceHeader& h = s->header;
+        if (h.magic != kWireMagic || h.total < h.offset || h.total - h.offset < h.bytes) {
+          BRAID_NET_WARN("NIC %d: a malformed piece header (magic %x, %lu bytes at %lu of %lu)", s->nic, h.magic,
+                         (unsigned long)h.bytes, (unsigned long)h.offset, (unsigned long)h.total);
+          fail_comm(c, Result::RemoteError);
+          stream_dead(s);
+          return moved;
+        }
+      }
+      Request* req;
+      {
+        std::lock_guard<std::mutex> lock(c->mu);
+        auto it = c->posted.find(s->header.seq);
+        req = it == c->posted.end() ? nullptr : it->second;
+      }
+      if (!req) {
+        s->parked = true;  // the receiver has not posted this message yet: leave the bytes in TCP
+        return moved;
+      }
+      s->parked = false;
+      if (s->header.total > req->capacity) {
+        BRAID_NET_WARN("message %lu truncated: the peer sends %lu bytes, the receive has room for %zu",
+                       (unsigned long)s->header.seq, (unsigned long)s->header.total, req->capacity);
+        fail_comm(c, Result::InvalidUsage);
+        return moved;
+      }
+      uint64_t expected = kNoTotal;
+      req->total.compare_exchange_strong(expected, s->header.total);
+      s->target = req;
+      s->payload_got = 0;
+    }
+    const PieceHeader& h = s->header;
+    if (s->payload_got < h.bytes) {
+      long r = read_some(s->fd, s->target->data + h.offset + s->payload_got, h.bytes - s->payload_got);
+      if (r == 0) return moved;
+      if (r < 0) {
+        BRAID_NET_WARN("NIC %d: the peer's connection broke inside a message", s->nic);
+        fail_comm(c, Result::RemoteError);
+        stream_dead(s);
+        return moved;
+      }
+      moved = true;
+      s->payload_got += size_t(r);
+      if (s->payload_got < h.bytes) continue;
+    }
+    // The piece is in.
+    Request* req = s->target;
+    s->target = nullptr;
+    s->header_got = 0;
+    if (s->nic == c->direct) monitor->touch(c->direct, c->monitor_slot, now);
+    uint64_t got = req->received.fetch_add(h.bytes) + h.bytes;
+    if (got == req->total.load()) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->posted.erase(req->seq);
+    }
+    moved = true;
+  }
+}
+
+bool TcpTransport::State::progress_control(Stream* s, int64_t now) {
+  Comm* c = s->comm;
+  bool moved = false;
+  if (c->is_send) {
+    for (;;) {
+      long r = read_some(s->fd, reinterpret_cast<char*>(&s->credit_in) + s->credit_got, sizeof(Credit) - s->credit_got);
+      if (r == 0) return moved;
+      if (r < 0) {
+        stream_dead(s);
+        return moved;
+      }
+      moved = true;
+      s->credit_got += size_t(r);
+      if (s->credit_got == sizeof(Credit)) {
+        s->credit_got = 0;
+        if (s->credit_in.magic == kWireMagic) c->remote_idle.store(s->credit_in.idle_mask);
+      }
+    }
+  }
+  // Receiver: tell the sender when our NICs' state changes.
+  if (s->credit_put == sizeof(Credit)) {
+    uint32_t mask = monitor->idle_mask_for(c->worker, c->direct, now);
+    if (mask == s->credit_sent_mask) return moved;
+    s->credit_out = {kWireMagic, mask};
+    s->credit_sent_mask = mask;
+    s->credit_put = 0;
+  }
+  ssize_t r = send(s->fd, reinterpret_cast<char*>(&s->credit_out) + s->credit_put, sizeof(Credit) - s->credit_put,
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (r > 0) {
+    s->credit_put += size_t(r);
+    moved = true;
+  } else if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    stream_dead(s);
+  }
+  return moved;
+}
+
+void TcpTransport::State::run(int nic) {
+  NicThread& t = *threads[nic];
+  std::vector<pollfd> fds;
+  while (!t.stop.load()) {
+    int64_t wait_ns = 100000000;  // at most 100 ms asleep
+    bool moved = false;
+    bool has_receiver_control = false;
+    fds.clear();
+    fds.push_back({t.wake_fd, POLLIN, 0});
+    {
+      std::lock_guard<std::mutex> lock(t.mu);
+      int64_t now = now_ns();
+      for (Stream* s : t.streams) {
+        if (s->dead) continue;
+        short events = 0;
+        if (s->kind == StreamKind::Control) {
+          moved |= progress_control(s, now);
+          if (!s->comm->is_send) has_receiver_control = true;
+          events = POLLIN;
+          if (s->credit_put < sizeof(Credit)) events |= POLLOUT;
+        } else if (s->comm->is_send) {
+          moved |= progress_send(t, s, now, &wait_ns);
+          if (s->queued_bytes.load() > 0 || s->front_sent > 0) {
+            std::lock_guard<std::mutex> clock(s->comm->mu);
+            if (!s->queue.empty() && t.bucket.available(now) > 0) events = POLLOUT;
+          }
+        } else {
+          moved |= progress_recv(s, now);
+          if (!s->parked) events = POLLIN;
+        }
+        if (events) fds.push_back({s->fd, events, 0});
+      }
+    }
+    if (moved) continue;
+    if (has_receiver_control) wait_ns = std::min(wait_ns, std::max<int64_t>(monitor->idle_ns() / 4, 100000));
+    // ppoll sleeps to the microsecond, so a rate-limited NIC wakes when its tokens are there.
+    timespec ts{time_t(wait_ns / 1000000000), long(wait_ns % 1000000000)};
+    ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (fds[0].revents & POLLIN) {
+      uint64_t v;
+      ssize_t r = read(t.wake_fd, &v, sizeof v);
+      (void)r;
+    }
+  }
+}
+
+// The thread that tests a request moves its connection's bytes too, where the NIC's thread is
+// not at it already: NCCL's proxy thread polls test() without pause, and on a machine short of
+// cores its time is better spent on the sockets than on asking (NCCL's socket transport does its
+// I/O in test() alone).
+void TcpTransport::State::help(Comm* c) {
+  int64_t now = now_ns();
+  for (int n = 0; n < int(threads.size()); ++n) {
+    NicThread& t = *threads[n];
+    bool mine = false;
+    for (auto& s : c->streams) mine |= s->nic == n;
+    if (!mine || !t.mu.try_lock()) continue;
+    int64_t wait = 0;
+    for (auto& s : c->streams) {
+      if (s->nic != n || s->dead.load()) continue;
+      if (c->is_send) progress_send(t, s.get(), now, &wait);
+      else progress_recv(s.get(), now);
+    }
+    t.mu.unlock();
+  }
+}
+
+void TcpTransport::State::attach(Comm* c) {
+  std::vector<Stream*> by_nic[kMaxNics];
+  for (auto& s : c->streams) by_nic[s->nic].push_back(s.get());
+  if (c->control) by_nic[c->control->nic].push_back(c->control.get());
+  for (int i = 0; i < int(threads.size()); ++i) {
+    if (by_nic[i].empty()) continue;
+    {
+      std::lock_guard<std::mutex> lock(threads[i]->mu);
+      threads[i]->streams.insert(threads[i]->streams.end(), by_nic[i].begin(), by_nic[i].end());
+    }
+    wake(i);
+  }
+}
+
+void TcpTransport::State::detach(Comm* c) {
+  for (auto& t : threads) {
+    std::lock_guard<std::mutex> lock(t->mu);
+    std::erase_if(t->streams, [c](Stream* s) { return s->comm == c; });
+  }
+}
+
+Result TcpTransport::State::build_comm(bool is_send, int direct, int remote_nics, int control_fd,
+                                       const std::vector<std::pair<int, int>>& data, Comm** out) {
+  auto c = std::make_unique<Comm>();
+  c->is_send = is_send;
+  c->direct = direct;
+  c->remote_nic_count = std::max(remote_nics, 1);
+  c->worker = workers[size_t(direct)];
+  c->damper = ChoiceDamper(opt.idle_ns, 8 * opt.idle_ns);
+  c->monitor_slot = monitor->claim(direct, c->worker);
+  c->control = std::make_unique<Stream>();
+  c->control->fd = control_fd;
+  c->control->nic = direct;
+  c->control->kind = StreamKind::Control;
+  c->control->comm = c.get();
+  set_stream_options(control_fd);
+  for (auto [fd, nic] : data) {
+    auto s = std::make_unique<Stream>();
+    s->fd = fd;
+    s->nic = nic;
+    s->comm = c.get();
+    set_stream_options(fd);
+    c->streams.push_back(std::move(s));
+  }
+  std::stable_sort(c->streams.begin(), c->streams.end(), [](const auto& a, const auto& b) { return a->nic < b->nic; });
+  *out = c.release();
+  attach(*out);
+  return Result::Success;
+}
+
+// --- the transport ------------------------------------------------------------------------------
+
+Result make_tcp_transport(TcpOptions options, std::unique_ptr<TcpTransport>* out) {
+  if (options.nics.empty()) return fail(Result::InvalidArgument, "TCP transport: no NIC");
+  if (options.nics.size() > size_t(kMaxNics)) options.nics.resize(kMaxNics);
+  options.streams_per_nic = std::clamp(options.streams_per_nic, 1, 16);
+  auto st = std::make_unique<TcpTransport::State>();
+  st->opt = options;
+  for (size_t i = 0; i < options.nics.size(); ++i) st->workers.push_back(new_worker_id());
+  st->monitor = options.monitor ? options.monitor
+                                : std::make_shared<NicMonitor>(int(options.nics.size()), options.idle_ns);
+  out->reset(new TcpTransport(std::move(st)));
+  return Result::Success;
+}
+
+TcpTransport::TcpTransport(std::unique_ptr<State> state) : s_(std::move(state)) {
+  for (size_t i = 0; i < s_->opt.nics.size(); ++i) {
+    auto t = std::make_unique<NicThread>();
+    t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    // A burst of 10 ms of traffic (at least 256 KB): wake-ups late by less than that (this
+    // shared machine makes them late by milliseconds) lose nothing.
+    double rate = s_->opt.rate_bytes_per_s;
+    t->bucket = TokenBucket(rate, std::max(262144.0, rate * 10e-3));
+    s_->threads.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < s_->threads.size(); ++i) s_->threads[i]->thread = std::thread([this, i] { s_->run(int(i)); });
+}
+
+TcpTransport::~TcpTransport() {
+  for (auto& t : s_->threads) {
+    t->stop.store(true);
+    uint64_t one = 1;
+    ssize_t r = write(t->wake_fd, &one, sizeof one);
+    (void)r;
+  }
+  for (auto& t : s_->threads) {
+    t->thread.join();
+    ::close(t->wake_fd);
+  }
+  std::lock_guard<std::mutex> lock(s_->pending_mu);
+  for (auto& [key, p] : s_->pending)
+    if (p.fd >= 0) ::close(p.fd);
+}
+
+int TcpTransport::nic_count() const { return int(s_->opt.nics.size()); }
+const Nic& TcpTransport::nic(int i) const { return s_->opt.nics.at(size_t(i)); }
+NicMonitor& TcpTransport::monitor() { return *s_->monitor; }
+
+Result TcpTransport::listen(int nic, void* handle, ListenComm** out) {
+  if (nic < 0 || nic >= nic_count()) return fail(Result::InvalidArgument, "listen: device %d of %d", nic, nic_count());
+  auto l = std::make_unique<ListenComm>();
+  l->nic = nic;
+  l->nonce = random64();
+  ListenHandle h{};
+  h.magic = kWireMagic;
+  h.version = kWireVersion;
+  h.nic = uint16_t(nic);
+  h.nonce = l->nonce;
+  Result r = listen_on(s_->opt.nics[nic], &l->control_fd, &h.control);
+  for (int i = 0; r == Result::Success && i < nic_count(); ++i) {
+    int fd = -1;
+    WireAddress a{};
+    r = listen_on(s_->opt.nics[i], &fd, &a);
+    if (r == Result::Success) {
+      l->data_fds.push_back(fd);
+      l->data_addrs.push_back(a);
+    }
+  }
+  if (r != Result::Success) {
+    close_listen(l.release());
+    return r;
+  }
+  std::memset(handle, 0, kNcclNetHandleMaxSize);
+  std::memcpy(handle, &h, sizeof h);
+  *out = l.release();
+  return Result::Success;
+}
+
+Result TcpTransport::connect(int nic, void* handle, Comm** out) {
+  *out = nullptr;
+  if (nic < 0 || nic >= nic_count()) return fail(Result::InvalidArgument, "connect: device %d of %d", nic, nic_count());
+  if (!handle) return fail(Result::InvalidArgument, "connect: no handle");
+  ListenHandle h;
+  std::memcpy(&h, handle, sizeof h);
+  std::unique_lock<std::mutex> lock(s_->pending_mu);
+  PendingConnect& p = s_->pending[handle];
+  if (p.stage != 0 && std::memcmp(&p.handle, &h, sizeof h) != 0) {  // the memory holds a new handle
+    if (p.fd >= 0) ::close(p.fd);
+    p = PendingConnect{};
+  }
+  auto give_up = [&](Result r) {
+    if (p.fd >= 0) ::close(p.fd);
+    s_->pending.erase(handle);
+    return r;
+  };
+  const Nic& local = s_->opt.nics[nic];
+  const int timeout = s_->opt.setup_timeout_ms;
+  if (p.stage == 0) {
+    if (h.magic != kWireMagic || h.version != kWireVersion || !wire_address_valid(h.control) || h.nonce == 0)
+      return give_up(fail(Result::InvalidArgument, "connect: the handle is not a braid net handle (magic %x, version %u)", h.magic, h.version));
+    p.handle = h;
+    Result r = start_connect(local, h.control, &p.fd);
+    if (r != Result::Success) return give_up(r);
+    p.connection = random64();
+    p.stage = 1;
+  }
+  if (p.stage == 1) {
+    int st = connect_status(p.fd);
+    if (st == 0) return Result::Success;
+    if (st < 0) return give_up(fail(Result::RemoteError, "connect to the listener: %s", strerror(-st)));
+    Hello hello{kWireMagic, WireKind::Hello, h.nonce, p.connection, uint32_t(nic_count()), uint32_t(s_->opt.streams_per_nic)};
+    Result r = write_exact(p.fd, &hello, sizeof hello, timeout);
+    if (r != Result::Success) return give_up(r);
+    p.reply.resize(sizeof(Reply));
+    p.stage = 2;
+  }
+  if (p.stage == 2) {
+    // The listener answers once it accepts: wait for it without blocking.
+    for (;;) {
+      long r = read_some(p.fd, p.reply.data() + p.reply_got, p.reply.size() - p.reply_got);
+      if (r == 0) return Result::Success;
+      if (r < 0) return give_up(fail(Result::RemoteError, "connect: the listener closed the connection (refused?)"));
+      p.reply_got += size_t(r);
+      if (p.reply_got < p.reply.size()) continue;
+      Reply rep;
+      std::memcpy(&rep, p.reply.data(), sizeof rep);
+      if (rep.magic != kWireMagic || rep.kind != WireKind::Reply || rep.nic_count == 0 || rep.nic_count > uint32_t(kMaxNics))
+        return give_up(fail(Result::RemoteError, "connect: a malformed reply from the listener"));
+      size_t want = sizeof(Reply) + rep.nic_count * sizeof(WireAddress);
+      if (p.reply.size() == want) break;
+      p.reply.resize(want);
+    }
+    p.stage = 3;
+  }
+  // Stage 3: the data streams. Connecting to a listening socket completes in the peer's kernel,
+  // so waiting here never waits for the peer's code.
+  Reply rep;
+  std::memcpy(&rep, p.reply.data(), sizeof rep);
+  std::vector<WireAddress> remote(rep.nic_count);
+  std::memcpy(remote.data(), p.reply.data() + sizeof rep, rep.nic_count * sizeof(WireAddress));
+  std::vector<std::pair<int, int>> data;
+  auto close_data = [&] {
+    for (auto [fd, n] : data) ::close(fd);
+  };
+  for (int i = 0; i < nic_count(); ++i) {
+    const WireAddress& to = remote[size_t(i) % remote.size()];
+    for (int k = 0; k < s_->opt.streams_per_nic; ++k) {
+      int fd = -1;
+      Result r = start_connect(s_->opt.nics[i], to, &fd);
+      if (r == Result::Success) r = finish_connect(fd, timeout);
+      StreamHello sh{kWireMagic, WireKind::StreamHello, h.nonce, p.connection, uint32_t(i), uint32_t(k)};
+      if (r == Result::Success) r = write_exact(fd, &sh, sizeof sh, timeout);
+      if (r != Result::Success) {
+        if (fd >= 0) ::close(fd);
+        close_data();
+        return give_up(r);
+      }
+      data.push_back({fd, i});
+    }
+  }
+  int control = p.fd;
+  p.fd = -1;
+  s_->pending.erase(handle);
+  lock.unlock();
+  return s_->build_comm(true, nic, int(rep.nic_count), control, data, out);
+}
+
+Result TcpTransport::accept(ListenComm* l, Comm** out) {
+  *out = nullptr;
+  if (!l) return fail(Result::InvalidArgument, "accept: no listener");
+  const int timeout = s_->opt.setup_timeout_ms;
+  for (;;) {
+    if (l->stage == 0) {
+      int fd = accept4(l->control_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Result::Success;
+        return fail(Result::SystemError, "accept: %s", strerror(errno));
+      }
+      l->pending_fd = fd;
+      l->hello_got = 0;
+      l->stage = 1;
+    }
+    if (l->stage == 1) {
+      long r = read_some(l->pending_fd, reinterpret_cast<char*>(&l->hello) + l->hello_got, sizeof(Hello) - l->hello_got);
+      if (r == 0) return Result::Success;
+      bool bad = r < 0;
+      if (!bad) {
+        l->hello_got += size_t(r);
+        if (l->hello_got < sizeof(Hello)) continue;
+        const Hello& hh = l->hello;
+        bad = hh.magic != kWireMagic || hh.kind != WireKind::Hello || hh.nonce != l->nonce || hh.nic_count == 0 ||
+              hh.nic_count > uint32_t(kMaxNics) || hh.streams_per_nic == 0 || hh.streams_per_nic > 16;
+      }
+      if (bad) {  // a stranger, or a peer that died: refuse it and keep listening
+        BRAID_NET_WARN("accept: refused a connection that did not present this listener's handle");
+        ::close(l->pending_fd);
+        l->pending_fd = -1;
+        l->stage = 0;
+        continue;
+      }
+      std::vector<uint8_t> reply(sizeof(Reply) + l->data_addrs.size() * sizeof(WireAddress));
+      Reply rep{kWireMagic, WireKind::Reply, uint32_t(l->data_addrs.size()), 0};
+      std::memcpy(reply.data(), &rep, sizeof rep);
+      std::memcpy(reply.data() + sizeof rep, l->data_addrs.data(), l->data_addrs.size() * sizeof(WireAddress));
+      Result wr = write_exact(l->pending_fd, reply.data(), reply.size(), timeout);
+      if (wr != Result::Success) {
+        ::close(l->pending_fd);
+        l->pending_fd = -1;
+        l->stage = 0;
+        return wr;
+      }
+      l->accepted.clear();
+      auto [lo, hi] = l->early.equal_range(l->hello.connection);
+      for (auto it = lo; it != hi; ++it) l->accepted.push_back(it->second);
+      l->early.erase(lo, hi);
+      l->deadline_ns = now_ns() + int64_t(timeout) * 1000000;
+      l->stage = 2;
+    }
+    // Stage 2: the data streams, from every NIC's listener. Never waits for them: the peer's
+    // thread may be inside its own accept, and comes back to its connect only when we return.
+    const size_t expected = size_t(l->hello.nic_count) * l->hello.streams_per_nic;
+    for (bool any = true; any && l->accepted.size() < expected;) {
+      any = false;
+      for (size_t n = 0; n < l->data_fds.size(); ++n) {
+        int fd = accept4(l->data_fds[n], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) continue;
+        any = true;
+        StreamHello sh{};
+        if (read_exact(fd, &sh, sizeof sh, timeout) != Result::Success || sh.magic != kWireMagic ||
+            sh.kind != WireKind::StreamHello || sh.nonce != l->nonce) {
+          BRAID_NET_WARN("accept: refused a data connection that did not present this listener's handle");
+          ::close(fd);
+          continue;
+        }
+        if (sh.connection == l->hello.connection) l->accepted.push_back({fd, int(n)});
+        else l->early.insert({sh.connection, {fd, int(n)}});
+      }
+    }
+    if (l->accepted.size() < expected) {
+      if (now_ns() < l->deadline_ns) return Result::Success;
+      size_t got = l->accepted.size();
+      for (auto [fd, n] : l->accepted) ::close(fd);
+      l->accepted.clear();
+      ::close(l->pending_fd);
+      l->pending_fd = -1;
+      l->stage = 0;
+      return fail(Result::RemoteError, "accept: %zu of %zu data connections came in %d ms", got, expected, timeout);
+    }
+    int control = l->pending_fd;
+    l->pending_fd = -1;
+    l->stage = 0;
+    auto data = std::move(l->accepted);
+    l->accepted.clear();
+    return s_->build_comm(false, l->nic, int(l->hello.nic_count), control, data, out);
+  }
+}
+
+Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** out) {
+  *out = nullptr;
+  if (!c || !c->is_send) return fail(Result::InvalidArgument, "isend: not a send connection");
+  if (int e = c->error.load()) return fail(Result(e), "isend: the connection failed earlier");
+  const TcpOptions& o = s_->opt;
+  int64_t now = now_ns();
+  ChoiceInput in;
+  in.nic_count = nic_count();
+  in.direct = c->direct;
+  in.local_idle = s_->monitor->idle_mask_for(c->worker, c->direct, now);
+  uint32_t remote = c->remote_idle.load();
+  in.remote_idle = 0;
+  for (int i = 0; i < in.nic_count; ++i)
+    if (remote & (1u << (i % c->remote_nic_count))) in.remote_idle |= 1u << i;
+  in.bytes = bytes;
+  in.stripe_min_bytes = o.stripe_min_bytes;
+  std::vector<Piece> pieces;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    in.rotate = c->rotate++;
+    in.local_idle = c->damper.filter(in.local_idle & in.remote_idle, in.nic_count, now);
+    Request* req = nullptr;
+    for (auto& r : c->requests)
+      if (!r.used.load()) { req = &r; break; }
+    if (!req) return Result::Success;  // too many in flight: NCCL posts again later
+    uint32_t mask = choose_nics(o.schedule, in);
+    pieces = cut_message(mask, bytes, {}, o.streams_per_nic, o.min_piece_bytes);
+    req->used.store(true);
+    req->is_send = true;
+    req->comm = c;
+    req->data = static_cast<char*>(const_cast<void*>(data));
+    req->capacity = bytes;
+    req->seq = c->next_seq++;
+    req->pieces_left.store(int(pieces.size()));
+    if (mask != c->stats.last_mask) {
+      if (c->stats.last_mask != 0) c->stats.mask_changes++;
+      c->stats.last_mask = mask;
+      c->stats.last_change_ns = now;
+    }
+    for (const Piece& pc : pieces) {
+      // The NIC's stream with the fewest bytes queued.
+      Stream* best = nullptr;
+      for (auto& s : c->streams)
+        if (s->nic == pc.nic && (!best || s->queued_bytes.load() < best->queued_bytes.load())) best = s.get();
+      PieceHeader h{kWireMagic, uint32_t(pc.bytes), req->seq, bytes, pc.offset};
+      bool owner = pc.nic == c->direct;
+      if (owner) s_->monitor->begin(c->direct, c->monitor_slot, now);
+      best->queued_bytes.fetch_add(pc.bytes);
+      best->queue.push_back({req, h, req->data + pc.offset, owner});
+      c->stats.bytes_on_nic[pc.nic] += pc.bytes;
+    }
+    *out = req;
+  }
+  bool woke[kMaxNics] = {};
+  for (const Piece& pc : pieces)
+    if (!woke[pc.nic]) { woke[pc.nic] = true; s_->wake(pc.nic); }
+  return Result::Success;
+}
+
+Result TcpTransport::irecv(Comm* c, void* data, size_t bytes, Request** out) {
+  *out = nullptr;
+  if (!c || c->is_send) return fail(Result::InvalidArgument, "irecv: not a receive connection");
+  if (int e = c->error.load()) return fail(Result(e), "irecv: the connection failed earlier");
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    Request* req = nullptr;
+    for (auto& r : c->requests)
+      if (!r.used.load()) { req = &r; break; }
+    if (!req) return Result::Success;
+    req->used.store(true);
+    req->is_send = false;
+    req->comm = c;
+    req->data = static_cast<char*>(data);
+    req->capacity = bytes;
+    req->seq = c->next_seq++;
+    req->total.store(kNoTotal);
+    req->received.store(0);
+    c->posted[req->seq] = req;
+    *out = req;
+  }
+  s_->wake_all(c);  // streams parked on this message go on
+  return Result::Success;
+}
+
+Result TcpTransport::test(Request* req, bool* done, size_t* bytes) {
+  *done = false;
+  if (!req || !req->used.load()) return fail(Result::InvalidArgument, "test: not a request in flight");
+  Comm* c = req->comm;
+  bool complete = req->is_send ? req->pieces_left.load() == 0 : req->received.load() == req->total.load();
+  if (complete) {
+    *done = true;
+    if (bytes) *bytes = req->is_send ? req->capacity : size_t(req->total.load());
+    req->used.store(false);
+    return Result::Success;
+  }
+  if (int e = c->error.load()) return fail(Result(e), "%s: the connection failed", req->is_send ? "send" : "receive");
+  s_->help(c);
+  if (c->dead_streams.load() > 0 && c->control->dead.load()) {
+    // The peer is gone. A send cannot complete; a receive can only while some stream may still
+    // hold its bytes: one neither closed nor parked on a later message.
+    bool hope = false;
+    if (!req->is_send)
+      for (auto& s : c->streams) hope |= !s->dead.load() && !s->parked.load();
+    if (!hope)
+      return fail(Result::RemoteError, "%s: the peer closed the connection before the message completed",
+                  req->is_send ? "send" : "receive");
+  }
+  return Result::Success;
+}
+
+Result TcpTransport::close(Comm* c) {
+  if (!c) return Result::Success;
+  s_->detach(c);
+  for (auto& s : c->streams) ::close(s->fd);
+  if (c->control) ::close(c->control->fd);
+  // Owner work still counted in flight on the direct NIC ends with the connection.
+  s_->monitor->release(c->direct, c->monitor_slot);
+  delete c;
+  return Result::Success;
+}
+
+Result TcpTransport::close_listen(ListenComm* l) {
+  if (!l) return Result::Success;
+  if (l->control_fd >= 0) ::close(l->control_fd);
+  if (l->pending_fd >= 0) ::close(l->pending_fd);
+  for (int fd : l->data_fds) ::close(fd);
+  for (auto [fd, n] : l->accepted) ::close(fd);
+  for (auto& [id, e] : l->early) ::close(e.first);
+  delete l;
+  return Result::Success;
+}
+
+int64_t TcpTransport::damper_hold_ns(Comm* c, int nic) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->damper.hold_ns(nic);
+}
+
+CommStats TcpTransport::stats(Comm* c) {
+  std::lock_guard<std::mutex> lock(c->mu);
+  return c->stats;
+}
+
+}  // namespace braid::net

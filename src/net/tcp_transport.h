@@ -1,0 +1,59 @@
+// TCP under the net plugin. Each connection opens `streams` TCP connections on every NIC pair
+// (local NIC i to the peer's NIC i mod its NIC count) and a control connection on the direct
+// NIC. Each NIC has one progress thread that moves the bytes of all its streams (non-blocking
+// sockets, poll), paced by the NIC's token bucket when the NIC is emulated. Per message the
+// sender picks NICs (nic_choice.h) from the NIC monitor and the receiver's credits, and cuts the
+// message into pieces whose headers let the receiver place them with no copy.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "net/nic_choice.h"
+#include "net/nic_monitor.h"
+#include "net/transport.h"
+
+namespace braid::net {
+
+struct TcpOptions {
+  std::vector<Nic> nics;
+  int streams_per_nic = 2;
+  double rate_bytes_per_s = 0;     // per NIC; 0: unlimited
+  Schedule schedule = Schedule::FuseLink;
+  size_t stripe_min_bytes = 128 << 10;
+  size_t min_piece_bytes = 64 << 10;
+  int64_t idle_ns = 2000000;
+  int setup_timeout_ms = 30000;
+  std::shared_ptr<NicMonitor> monitor;  // null: a private one
+};
+
+class TcpTransport;
+Result make_tcp_transport(TcpOptions options, std::unique_ptr<TcpTransport>* out);
+
+class TcpTransport final : public Transport {
+ public:
+  ~TcpTransport() override;
+  int nic_count() const override;
+  const Nic& nic(int i) const override;
+  Result listen(int nic, void* handle, ListenComm** out) override;
+  Result connect(int nic, void* handle, Comm** out) override;
+  Result accept(ListenComm* listener, Comm** out) override;
+  Result isend(Comm* comm, const void* data, size_t bytes, Request** out) override;
+  Result irecv(Comm* comm, void* data, size_t bytes, Request** out) override;
+  Result test(Request* request, bool* done, size_t* bytes) override;
+  Result close(Comm* comm) override;
+  Result close_listen(ListenComm* listener) override;
+  CommStats stats(Comm* comm) override;
+  NicMonitor& monitor();
+  // The hold the connection's damper puts on `nic` now (tests).
+  int64_t damper_hold_ns(Comm* comm, int nic);
+
+  struct State;
+
+ private:
+  explicit TcpTransport(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
+  friend Result make_tcp_transport(TcpOptions, std::unique_ptr<TcpTransport>*);
+};
+
+}  // namespace braid::net

@@ -1,0 +1,344 @@
+// libnccl-net-braid.so as NCCL uses it: dlopen'ed, its ncclNetPlugin_v11 table driven by two
+// processes (fork) that stand for two nodes, over loopback addresses as emulated NICs. Each
+// process loads and initializes the plugin itself, after the fork, as a real rank would.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "net/abi.h"
+#include "net/clock.h"
+
+namespace braid::net {
+namespace {
+
+constexpr int kSuccess = 0, kInternalError = 3, kInvalidArgument = 4;
+
+std::atomic<int> g_warnings{0};
+void test_logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
+  if (level == kNcclLogWarn) g_warnings++;
+  if (std::getenv("NET_TEST_VERBOSE")) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+  }
+}
+
+// The plugin, loaded and initialized in this process; finalized (threads joined) at the end.
+struct Plugin {
+  void* lib = nullptr;
+  NcclNetV11* net = nullptr;
+  void* ctx = nullptr;
+  int init_result = -1;
+  Plugin() {
+    lib = dlopen(BRAID_NET_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    net = static_cast<NcclNetV11*>(dlsym(lib, "ncclNetPlugin_v11"));
+    if (net) init_result = net->init(&ctx, 1, nullptr, test_logger, nullptr);
+  }
+  ~Plugin() {
+    if (net && init_result == kSuccess) net->finalize(ctx);
+  }
+  bool ok() const { return net && init_result == kSuccess; }
+};
+
+void use_nics(const char* nics, const char* rate_mbps = "0") {
+  setenv("BRAID_NET_NICS", nics, 1);
+  setenv("BRAID_NET_RATE_MBPS", rate_mbps, 1);
+}
+
+// Runs `body` in a child process; its return value is the exit code.
+pid_t spawn(const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  return pid;
+}
+
+// The child's exit code, or -1 if it had not ended in `seconds` (then it is killed).
+int child_exit(pid_t pid, double seconds) {
+  int64_t deadline = now_ns() + int64_t(seconds * 1e9);
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (now_ns() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(1000);
+  }
+}
+
+// Tests a request until done; the plugin's result otherwise (or -1 after `seconds`).
+int wait_request(NcclNetV11* net, void* req, int* size, double seconds = 20) {
+  int64_t deadline = now_ns() + int64_t(seconds * 1e9);
+  for (;;) {
+    int done = 0;
+    int r = net->test(req, &done, size);
+    if (r != kSuccess) return r;
+    if (done) return kSuccess;
+    if (now_ns() > deadline) return -1;
+  }
+}
+
+uint8_t pattern(size_t i, size_t size) { return uint8_t((i * 131 + size * 7 + (i >> 12)) & 0xff); }
+
+const std::vector<size_t> kSizes = {0, 1, 3, 1000, 4095, 4096, 65535, 65536, 200000, (1 << 20) + 5, 4 << 20, 16 << 20};
+
+// A sender process: reads the handle from `fd`, connects on `dev`, sends every size from a
+// buffer at `offset` bytes past an aligned one. 0 on success.
+int sender(int fd, int dev, size_t offset) {
+  Plugin p;
+  if (!p.ok()) return 10;
+  char handle[kNcclNetHandleMaxSize];
+  if (read(fd, handle, sizeof handle) != ssize_t(sizeof handle)) return 11;
+  void* comm = nullptr;
+  int64_t deadline = now_ns() + 10000000000;
+  while (!comm) {
+    if (p.net->connect(p.ctx, dev, handle, &comm, nullptr) != kSuccess) return 12;
+    if (now_ns() > deadline) return 13;
+  }
+  std::vector<uint8_t> storage((16 << 20) + 64);
+  uint8_t* buf = storage.data() + offset;
+  void* mh = nullptr;
+  if (p.net->reg_mr(comm, buf, (16 << 20) + 1, kNcclPtrHost, &mh) != kSuccess) return 14;
+  for (size_t size : kSizes) {
+    for (size_t i = 0; i < size; ++i) buf[i] = pattern(i, size);
+    void* req = nullptr;
+    while (!req)
+      if (p.net->isend(comm, buf, size, 0, mh, nullptr, &req) != kSuccess) return 15;
+    int sent = -1;
+    if (wait_request(p.net, req, &sent) != kSuccess || sent != int(size)) return 16;
+  }
+  p.net->dereg_mr(comm, mh);
+  p.net->close_send(comm);
+  return 0;
+}
+
+// The receiving side of the same exchange, in this (the test's) process.
+void receive_all(Plugin& p, void* listen_comm, size_t offset) {
+  void* comm = nullptr;
+  int64_t deadline = now_ns() + 10000000000;
+  while (!comm && now_ns() < deadline) ASSERT_EQ(p.net->accept(listen_comm, &comm, nullptr), kSuccess);
+  ASSERT_NE(comm, nullptr);
+  std::vector<uint8_t> storage((16 << 20) + 4096 + offset + 64);
+  uint8_t* buf = storage.data() + offset;
+  void* mh = nullptr;
+  ASSERT_EQ(p.net->reg_mr(comm, buf, (16 << 20) + 4097, kNcclPtrHost, &mh), kSuccess);
+  for (size_t size : kSizes) {
+    std::memset(buf, 0xee, size + 4096);
+    void* req = nullptr;
+    size_t posted = size + 4096;  // room to spare: the sender's size is what counts
+    int tag = 0;
+    void* data = buf;
+    while (!req) ASSERT_EQ(p.net->irecv(comm, 1, &data, &posted, &tag, &mh, nullptr, &req), kSuccess);
+    int got = -1;
+    ASSERT_EQ(wait_request(p.net, req, &got), kSuccess) << size;
+    EXPECT_EQ(got, int(size));
+    size_t wrong = 0;
+    for (size_t i = 0; i < size; ++i) wrong += buf[i] != pattern(i, size);
+    EXPECT_EQ(wrong, 0u) << "size " << size;
+    EXPECT_EQ(buf[size], 0xee) << "written past the message, size " << size;
+    void* flush = &flush;
+    int isize = int(size);
+    ASSERT_EQ(p.net->iflush(comm, 1, &data, &isize, &mh, &flush), kSuccess);
+    EXPECT_EQ(flush, nullptr);  // host memory: nothing to flush
+  }
+  p.net->dereg_mr(comm, mh);
+  p.net->close_recv(comm);
+}
+
+void exchange(const char* nics, int recv_dev, int send_dev, size_t send_offset, size_t recv_offset) {
+  use_nics(nics);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = spawn([&] { return sender(fds[0], send_dev, send_offset); });
+  {
+    Plugin p;
+    ASSERT_TRUE(p.ok());
+    char handle[kNcclNetHandleMaxSize];
+    void* listen_comm = nullptr;
+    ASSERT_EQ(p.net->listen(p.ctx, recv_dev, handle, &listen_comm), kSuccess);
+    ASSERT_EQ(write(fds[1], handle, sizeof handle), ssize_t(sizeof handle));
+    receive_all(p, listen_comm, recv_offset);
+    p.net->close_listen(listen_comm);
+  }
+  EXPECT_EQ(child_exit(child, 30), 0);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST(NetPlugin, TableAndProperties) {
+  use_nics("127.0.0.1,127.0.0.2,127.0.0.3");
+  Plugin p;
+  ASSERT_TRUE(p.ok());
+  EXPECT_STREQ(p.net->name, "braid");
+  for (auto* f : {(void*)p.net->devices, (void*)p.net->get_properties, (void*)p.net->listen, (void*)p.net->connect,
+                  (void*)p.net->accept, (void*)p.net->reg_mr, (void*)p.net->dereg_mr, (void*)p.net->isend,
+                  (void*)p.net->irecv, (void*)p.net->iflush, (void*)p.net->test, (void*)p.net->close_send,
+                  (void*)p.net->close_recv, (void*)p.net->close_listen, (void*)p.net->finalize})
+    EXPECT_NE(f, nullptr);
+  int n = 0;
+  ASSERT_EQ(p.net->devices(&n), kSuccess);
+  EXPECT_EQ(n, 3);
+  NcclNetPropertiesV11 props;
+  ASSERT_EQ(p.net->get_properties(1, &props), kSuccess);
+  EXPECT_STREQ(props.name, "127.0.0.2");
+  EXPECT_EQ(props.ptr_support, kNcclPtrHost);
+  EXPECT_EQ(props.max_recvs, 1);
+  EXPECT_EQ(props.vprops.ndevs, 1);
+  EXPECT_EQ(props.vprops.devs[0], 1);
+  EXPECT_GT(props.speed, 0);
+  EXPECT_EQ(props.net_device_type, kNcclNetDeviceHost);
+  EXPECT_EQ(p.net->get_properties(3, &props), kInvalidArgument);
+}
+
+TEST(NetPlugin, SendRecvManySizesAcrossProcessesOneNic) { exchange("127.0.0.1", 0, 0, 0, 0); }
+TEST(NetPlugin, SendRecvManySizesAcrossProcessesTwoNics) { exchange("127.0.0.1,127.0.0.2", 1, 0, 0, 0); }
+TEST(NetPlugin, UnalignedBuffersRegisterAndMove) { exchange("127.0.0.1,127.0.0.2", 0, 1, 3, 1021); }
+
+// The two pipes between a test and its child: the listen handle, and "the transfer is under way".
+struct Pipes {
+  int handle[2] = {-1, -1}, ready[2] = {-1, -1};
+  Pipes() {
+    EXPECT_EQ(pipe(handle), 0);
+    EXPECT_EQ(pipe(ready), 0);
+  }
+  ~Pipes() {
+    for (int fd : {handle[0], handle[1], ready[0], ready[1]}) close(fd);
+  }
+};
+
+// Kills `child` mid-transfer and checks that `req` then fails promptly instead of hanging.
+void expect_error_when_killed(NcclNetV11* net, void* req, pid_t child, const char* who) {
+  usleep(200000);
+  kill(child, SIGKILL);
+  int64_t t0 = now_ns();
+  int size = 0;
+  int r = wait_request(net, req, &size, 10);
+  double seconds = double(now_ns() - t0) * 1e-9;
+  EXPECT_NE(r, kSuccess);
+  EXPECT_NE(r, -1) << "no error after 10 s: the " << who << " hangs";
+  EXPECT_LT(seconds, 2.0);
+  printf("the %s saw error %d %.3f s after its peer was killed\n", who, r, seconds);
+  child_exit(child, 5);
+}
+
+// The sender dies (SIGKILL) while a 64 MB message is on its way: the receiver's test reports an
+// error, promptly, and does not hang.
+TEST(NetPlugin, SenderThatDiesGivesTheReceiverAnError) {
+  use_nics("127.0.0.1,127.0.0.2", "20");  // 40 MB/s in all: the message takes over a second
+  Pipes pipes;
+  pid_t child = spawn([&] {
+    Plugin p;
+    char handle[kNcclNetHandleMaxSize];
+    if (!p.ok() || read(pipes.handle[0], handle, sizeof handle) != ssize_t(sizeof handle)) return 1;
+    void* comm = nullptr;
+    while (!comm)
+      if (p.net->connect(p.ctx, 0, handle, &comm, nullptr) != kSuccess) return 2;
+    std::vector<uint8_t> buf(64 << 20, 1);
+    void* req = nullptr;
+    while (!req)
+      if (p.net->isend(comm, buf.data(), buf.size(), 0, nullptr, nullptr, &req) != kSuccess) return 3;
+    char c = 1;
+    if (write(pipes.ready[1], &c, 1) != 1) return 4;
+    int size = 0;
+    wait_request(p.net, req, &size, 60);
+    return 5;
+  });
+  Plugin p;
+  ASSERT_TRUE(p.ok());
+  char handle[kNcclNetHandleMaxSize];
+  void* listen_comm = nullptr;
+  ASSERT_EQ(p.net->listen(p.ctx, 0, handle, &listen_comm), kSuccess);
+  ASSERT_EQ(write(pipes.handle[1], handle, sizeof handle), ssize_t(sizeof handle));
+  void* comm = nullptr;
+  while (!comm) ASSERT_EQ(p.net->accept(listen_comm, &comm, nullptr), kSuccess);
+  std::vector<uint8_t> buf(64 << 20);
+  void* data = buf.data();
+  size_t size = buf.size();
+  int tag = 0;
+  void* req = nullptr;
+  while (!req) ASSERT_EQ(p.net->irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, &req), kSuccess);
+  char c;
+  ASSERT_EQ(read(pipes.ready[0], &c, 1), 1);
+  expect_error_when_killed(p.net, req, child, "receiver");
+  p.net->close_recv(comm);
+  p.net->close_listen(listen_comm);
+}
+
+// The receiver dies while the sender still has bytes to push: the sender's test fails.
+TEST(NetPlugin, ReceiverThatDiesGivesTheSenderAnError) {
+  use_nics("127.0.0.1", "20");
+  Pipes pipes;
+  pid_t child = spawn([&] {
+    Plugin p;
+    char handle[kNcclNetHandleMaxSize];
+    void* listen_comm = nullptr;
+    if (!p.ok() || p.net->listen(p.ctx, 0, handle, &listen_comm) != kSuccess) return 1;
+    if (write(pipes.handle[1], handle, sizeof handle) != ssize_t(sizeof handle)) return 2;
+    void* comm = nullptr;
+    while (!comm)
+      if (p.net->accept(listen_comm, &comm, nullptr) != kSuccess) return 3;
+    std::vector<uint8_t> buf(64 << 20);
+    void* data = buf.data();
+    size_t size = buf.size();
+    int tag = 0;
+    void* req = nullptr;
+    while (!req)
+      if (p.net->irecv(comm, 1, &data, &size, &tag, nullptr, nullptr, &req) != kSuccess) return 4;
+    char c = 1;
+    if (write(pipes.ready[1], &c, 1) != 1) return 5;
+    pause();
+    return 6;
+  });
+  Plugin p;
+  ASSERT_TRUE(p.ok());
+  char handle[kNcclNetHandleMaxSize];
+  ASSERT_EQ(read(pipes.handle[0], handle, sizeof handle), ssize_t(sizeof handle));
+  void* comm = nullptr;
+  while (!comm) ASSERT_EQ(p.net->connect(p.ctx, 0, handle, &comm, nullptr), kSuccess);
+  char c;
+  ASSERT_EQ(read(pipes.ready[0], &c, 1), 1);
+  std::vector<uint8_t> buf(64 << 20, 7);
+  void* req = nullptr;
+  while (!req) ASSERT_EQ(p.net->isend(comm, buf.data(), buf.size(), 0, nullptr, nullptr, &req), kSuccess);
+  expect_error_when_killed(p.net, req, child, "sender");
+  p.net->close_send(comm);
+}
+
+TEST(NetPlugin, BadArgumentsAreRefusedWithAWarning) {
+  use_nics("127.0.0.1");
+  Plugin p;
+  ASSERT_TRUE(p.ok());
+  int before = g_warnings.load();
+  char handle[kNcclNetHandleMaxSize];
+  std::memset(handle, 0xa5, sizeof handle);
+  void* comm = nullptr;
+  EXPECT_EQ(p.net->connect(p.ctx, 0, handle, &comm, nullptr), kInvalidArgument);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_GT(g_warnings.load(), before);  // through NCCL's logger
+  EXPECT_EQ(p.net->connect(p.ctx, 0, nullptr, &comm, nullptr), kInvalidArgument);
+  void* listen_comm = nullptr;
+  EXPECT_EQ(p.net->listen(p.ctx, 5, handle, &listen_comm), kInvalidArgument);
+  ASSERT_EQ(p.net->listen(p.ctx, 0, handle, &listen_comm), kSuccess);
+  int dummy;
+  void* mh = nullptr;
+  EXPECT_EQ(p.net->reg_mr(listen_comm, &dummy, sizeof dummy, kNcclPtrCuda, &mh), kInternalError);
+  EXPECT_EQ(p.net->test(nullptr, &dummy, &dummy), kInvalidArgument);
+  p.net->close_listen(listen_comm);
+}
+
+}  // namespace
+}  // namespace braid::net
