@@ -38,6 +38,11 @@ def test_wheel_in_a_fresh_venv_finds_its_library_and_tools(tmp_path):
         # Its Highway and libnuma come from the package, not from the system.
         ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True, check=True).stdout
         assert f"libhwy.so.1 => {package / 'lib'}" in ldd, ldd
+    for tool in (package / "bin").iterdir():
+        ldd = subprocess.run(["ldd", str(tool)], capture_output=True, text=True, check=True).stdout
+        assert "not found" not in ldd.replace("libnccl.so.2 => not found", ""), (tool, ldd)
+    # No NCCL inside: the drop-in forwards to the application's (PyTorch's) own.
+    assert not list((package / "lib").glob("libnccl*")), list((package / "lib").iterdir())
     # The console command works from there, and the tools find the bundled topologies.
     sim = subprocess.run([str(env_dir / "bin" / "braid"), "sim", "--topo", "h200x2", "-b", "1M", "-e", "1M",
                           "-C", "all_reduce"], cwd=elsewhere, env=clean, capture_output=True, text=True)
