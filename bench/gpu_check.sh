@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The one GPU check: every GPU test, the main job (braid bench), the nccl-tests matrix of the
-# one-GPU rig (bench/rig/run.sh) and the training benchmarks (bench/train/run.sh), into one dated
-# folder with a summary. Run on the GPU machine from the repository root:
+# one-GPU rig (bench/rig/run.sh) and the PyTorch benchmarks (bench/train/run.sh, bench/moe/run.sh),
+# into one dated folder with a summary. Run on the GPU machine from the repository root:
 #
 #   bash bench/gpu_check.sh                 # every part that applies to this machine, in order
-#   bash bench/gpu_check.sh tests main      # some parts: tests main phases rig train
+#   bash bench/gpu_check.sh tests main      # some parts: tests main phases rig train moe
 #
 # What it needs: gpubundle/ (bench/make_gpubundle.sh; built here when missing and nvcc and braid's
 # build dependencies are present, as on a developer's GPU machine) and, for the rig, .rig/
@@ -25,6 +25,7 @@
 #   rig    nccl-tests through the drop-in on the one-GPU rig: correctness 2 and hosttime 2
 #          (RIG_SUITES overrides), within what is left of the budget
 #   train  bench/train/run.sh, plain and preloaded, losses compared (one GPU: the rig's wrapper)
+#   moe    bench/moe/run.sh, MoE dispatch/combine plain and preloaded, every token checked (the same)
 #
 # GPU_CHECK_BUNDLE names another bundle folder than gpubundle/ (python/tests/test_gpu_check.py
 # runs this script on stubs that way).
@@ -168,22 +169,28 @@ part_rig() {
   [ -f "$dir/rig/summary.txt" ] && sed 's/^/    /' "$dir/rig/summary.txt" | tail -15 >> "$summary"
 }
 
-part_train() {
-  say "## training (bench/train/run.sh)"
+# A benchmark run plain and preloaded by its own script (bench/train/run.sh, bench/moe/run.sh):
+# one GPU per rank, or 2 ranks on the rig's wrapper with one GPU. Its summary goes in ours.
+preloaded_benchmark() {
+  local name=$1 script=$2
+  say "## $name ($script)"
   if [ $have_torch = 0 ]; then say "- skipped: no PyTorch"; return; fi
   local wrapper=()
   [ "$gpus" -lt 2 ] && wrapper=(WRAPPER=bench/rig/one-gpu-rank.sh RANKS=2)
-  check train "$(until_end 5)" env OUT="$dir" BRAID_LIB="$bundle/lib/libbraid.so" "${wrapper[@]}" \
-    bash bench/train/run.sh
-  [ -f "$dir/train/summary.md" ] && sed 's/^/    /' "$dir/train/summary.md" | tail -15 >> "$summary"
+  check "$name" "$(until_end 5)" env OUT="$dir" BRAID_LIB="$bundle/lib/libbraid.so" "${wrapper[@]}" bash "$script"
+  for f in "$dir/$name/summary.md" "$dir/$name/compare.txt"; do
+    [ -f "$f" ] && sed 's/^/    /' "$f" | tail -15 >> "$summary"
+  done
 }
+part_train() { preloaded_benchmark train bench/train/run.sh; }
+part_moe() { preloaded_benchmark moe bench/moe/run.sh; }
 
 # The least each part needs to be worth starting (seconds).
-declare -A need=([tests]=150 [main]=120 [phases]=120 [rig]=120 [train]=120)
+declare -A need=([tests]=150 [main]=120 [phases]=120 [rig]=120 [train]=120 [moe]=90)
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests main phases rig train)
+[ ${#parts[@]} -eq 0 ] && parts=(tests main phases rig train moe)
 for p in "${parts[@]}"; do
-  if [ -z "${need[$p]:-}" ]; then echo "gpu_check: unknown part '$p' (tests main phases rig train)"; exit 2; fi
+  if [ -z "${need[$p]:-}" ]; then echo "gpu_check: unknown part '$p' (tests main phases rig train moe)"; exit 2; fi
   if ! fits "${need[$p]}"; then left+=("$p"); continue; fi
   echo "gpu_check: $p ($(remaining) s of the budget left)"
   part=$p
@@ -195,8 +202,9 @@ if [ ${#left[@]} -gt 0 ]; then
   say "Not run, out of budget: ${left[*]}. Next call: bash bench/gpu_check.sh ${left[*]}"
 fi
 say "Took $(( $(date +%s) - start )) s of GPU_CHECK_BUDGET=$budget. Verdict: $([ $failed = 0 ] && echo PASS || echo FAIL)"
-tar czf "$dir/logs.tar.gz" -C "$dir" logs $( [ -d "$dir/rig" ] && echo rig ) $( [ -d "$dir/train" ] && echo train ) 2>/dev/null \
-  && rm -rf "$logs" "$dir/rig" "$dir/train"
+kept=()
+for d in rig train moe; do [ -d "$dir/$d" ] && kept+=("$d"); done
+tar czf "$dir/logs.tar.gz" -C "$dir" logs "${kept[@]}" 2>/dev/null && rm -rf "$logs" "${kept[@]/#/$dir/}"
 cat "$summary"
 echo "gpu_check: $dir"
 exit $failed
