@@ -12,7 +12,7 @@
 # PyTorch for the training part and braid's torchrun checks (skipped without it).
 #
 # Parts:
-#   tests  the GPU test binaries of the bundle (the API, the drop-in's correctness matrix with the
+#   tests  braid doctor (the PCIe ceiling measured); the GPU test binaries of the bundle (the API, the drop-in's correctness matrix with the
 #          defaults, with NCCL on every NVLink share and with the copy-based NCCL share, groups, the
 #          peer reduction kernel, the argument fuzz); with PyTorch, its collectives exact through
 #          the drop-in (bench/checks/torch_collectives.py, blocking and non-blocking communicators;
@@ -105,6 +105,9 @@ braid=(env PYTHONPATH="$root/python" python3 -m braid)
 part_tests() {
   say "## tests"
   local g=$bundle
+  # What braid sees here: GPUs, links, the real NCCL, PyTorch, the PCIe ceiling measured.
+  check doctor 120 "${braid[@]}" doctor
+  grep -E "^GPUs:|^real NCCL|^PyTorch|ceiling \(slowest" "$logs/doctor.log" | sed 's/^/    /' >> "$summary"
   export BRAID_TIMEOUT=20 BRAID_DEBUG=WARN
   [ -x $g/api_usage_test ] && check api_usage 100 $g/api_usage_test
   [ -x $g/api_collectives_threads_test ] && check api_threads 150 $g/api_collectives_threads_test

@@ -204,6 +204,8 @@ def _ceiling_lines(gpu: bool, measure: bool, real) -> List[str]:
         return ["braid-bench is not built here (it needs the CUDA toolkit at build time)"]
     if "error" in ceiling:
         return [f"braid-bench failed: {ceiling['error']}"]
+    if "ceiling" not in ceiling:
+        return ["braid-bench wrote no ceiling (an older braid-bench without --ceiling-only?)"]
     lines = [f"  GPU {g['device']}: D2H {g['d2h']:.1f} GB/s, H2D {g['h2d']:.1f} GB/s"
              for g in ceiling["ceiling"]["per_gpu"]]
     return lines + [f"  ceiling (slowest GPU and direction): {ceiling['ceiling_gbps']:.1f} GB/s"]

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from braid import tools
 from conftest import CHECKOUT, in_checkout
 
 pytestmark = [pytest.mark.skipif(not in_checkout(), reason="needs the sources (bench/gpu_check.sh)"),
@@ -24,6 +25,10 @@ BENCH = f"""#!{sys.executable}
 import json, sys
 a = sys.argv
 out = a[a.index("-J") + 1] if "-J" in a else None
+if "--ceiling-only" in a:
+    per = [{{"device": d, "d2h": 52.0, "h2d": 51.0 - d}} for d in (0, 1)]
+    json.dump({{"ceiling_gbps": 50.0, "ceiling": {{"bytes": 1 << 28, "per_gpu": per}}}}, open(out, "w"))
+    sys.exit(0)
 c = a[a.index("-C") + 1] if "-C" in a else "all_reduce"
 rows = []
 for size in (1 << 24, 1 << 26):
@@ -49,6 +54,7 @@ def rig(tmp_path):
     for name in ("api_usage_test", "shim_multipath_gpu_test", "shim_group_gpu_test"):
         stub(bundle / name, GTEST_PASS)
     stub(bundle / "braid-bench", BENCH)
+    shutil.copy(tools.tool("braid-plan"), bundle / "braid-plan")  # the real one: doctor's discovery
     env = {**os.environ, "PATH": f"{bin_dir}:{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
            "OUT": str(tmp_path / "out"), "GPU_CHECK_BUNDLE": str(bundle)}
     return bundle, env, tmp_path / "out"
@@ -65,7 +71,7 @@ def test_tests_and_main_job_leave_a_dated_folder_with_a_summary(rig):
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = glob.glob(str(out / "gpu-check-*"))
     summary = open(os.path.join(folder, "summary.md")).read()
-    for line in ("- PASS api_usage", "- PASS shim_multipath ", "- PASS shim_multipath_nvlink_nccl",
+    for line in ("- PASS doctor", "ceiling (slowest GPU and direction): 50.0 GB/s", "- PASS api_usage", "- PASS shim_multipath ", "- PASS shim_multipath_nvlink_nccl",
                  "- PASS shim_group", "- PASS main_job", "Verdict: PASS"):
         assert line in summary, summary
     assert "ratio all_reduce multipath (braid/NCCL algbw): 16M 1.10, 64M 1.10" in summary
