@@ -18,7 +18,7 @@ for nb in 0 1; do
       --standalone --nproc_per_node=2 --no-python bash "$W" python3 bench/checks/torch_collectives.py > "$log" 2>&1
     echo "torch $how nonblocking=$nb rc=$?"
   done
-  grep -hE "^(ok|WRONG)" "$OUT/t/torch_plain_nonblocking$nb.log" > /tmp/p; grep -hE "^(ok|WRONG)" "$OUT/t/torch_braid_nonblocking$nb.log" > /tmp/b
+  grep -hE "^(ok|WRONG|diff)" "$OUT/t/torch_plain_nonblocking$nb.log" > /tmp/p; grep -hE "^(ok|WRONG|diff)" "$OUT/t/torch_braid_nonblocking$nb.log" > /tmp/b
   echo "nonblocking=$nb: checks plain=$(wc -l < /tmp/p) braid=$(wc -l < /tmp/b), wrong braid=$(grep -c WRONG /tmp/b), lines differing: $(diff /tmp/p /tmp/b | grep -c '^[<>]')"
 done
 grep -h '"world"' "$OUT"/t/torch_*.log
