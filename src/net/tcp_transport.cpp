@@ -71,6 +71,7 @@ struct Stream {
   PieceHeader header{};
   size_t header_got = 0;
   std::atomic<bool> parked{false};  // header read, its message not posted yet
+  std::atomic<uint64_t> parked_seq{0};  // that message
   Request* target = nullptr;
   size_t payload_got = 0;
   // Control: credits.
@@ -283,7 +284,9 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
         req = it == c->posted.end() ? nullptr : it->second;
       }
       if (!req) {
-        s->parked = true;  // the receiver has not posted this message yet: leave the bytes in TCP
+        // The receiver has not posted this message yet: leave the bytes in TCP.
+        s->parked_seq.store(s->header.seq);
+        s->parked = true;
         return moved;
       }
       s->parked = false;
@@ -317,10 +320,13 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
     s->target = nullptr;
     s->header_got = 0;
     if (s->nic == c->direct) monitor->touch(c->direct, c->monitor_slot, now);
+    // Once `received` reaches the total, test() may hand the request back and irecv reuse it
+    // for a later message: from here on only the header says which message this was.
+    const uint64_t seq = h.seq;
     uint64_t got = req->received.fetch_add(h.bytes) + h.bytes;
-    if (got == req->total.load()) {
+    if (got == h.total) {
       std::lock_guard<std::mutex> lock(c->mu);
-      c->posted.erase(req->seq);
+      c->posted.erase(seq);
     }
     moved = true;
   }
@@ -835,15 +841,15 @@ Result TcpTransport::test(Request* req, bool* done, size_t* bytes) {
   }
   if (int e = c->error.load()) return fail(Result(e), "%s: the connection failed", req->is_send ? "send" : "receive");
   s_->help(c);
-  if (c->dead_streams.load() > 0 && c->control->dead.load()) {
-    // The peer is gone. A send cannot complete; a receive can only while some stream may still
-    // hold its bytes: one neither closed nor parked on a later message.
+  // A send to a peer that is gone fails on the socket (EPIPE, ECONNRESET) and sets the error
+  // above; one whose bytes all went out before the peer closed has completed. A receive from a
+  // peer that closed can still complete while some stream may hold its bytes: one that is open
+  // and not parked on a later message (the peer may close right after its last send).
+  if (!req->is_send && c->control->dead.load() && c->dead_streams.load() > 0) {
     bool hope = false;
-    if (!req->is_send)
-      for (auto& s : c->streams) hope |= !s->dead.load() && !s->parked.load();
-    if (!hope)
-      return fail(Result::RemoteError, "%s: the peer closed the connection before the message completed",
-                  req->is_send ? "send" : "receive");
+    for (auto& s : c->streams)
+      hope |= !s->dead.load() && (!s->parked.load() || s->parked_seq.load() <= req->seq);
+    if (!hope) return fail(Result::RemoteError, "receive: the peer closed the connection before the message completed");
   }
   return Result::Success;
 }

@@ -62,6 +62,12 @@ class Flow {
         busy |= rs[i] || rr[i];
       }
       if (!busy && (stop_.load() || failed_.load())) return;
+      // Stopped, and what is in flight does not complete: a lost message; fail, do not hang.
+      if (stop_.load() && stop_deadline_ == 0) stop_deadline_ = now_ns() + 10000000000;
+      if (stop_deadline_ && now_ns() > stop_deadline_) {
+        failed_.store(true);
+        return;
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
@@ -74,6 +80,7 @@ class Flow {
   std::atomic<bool> stop_{false}, failed_{false};
   std::atomic<uint64_t> messages_{0};
   int64_t last_done_ns_ = 0;
+  int64_t stop_deadline_ = 0;
   std::thread thread_;
 };
 

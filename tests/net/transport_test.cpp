@@ -60,6 +60,46 @@ TEST(NetTransport, ManyInFlightStayInOrderWhenTheReceiverPostsLate) {
   }
 }
 
+// A long stream with requests reused as soon as they complete, pieces of each message on both
+// NICs: every message arrives, in its own buffer.
+TEST(NetTransport, LongStreamReusesRequestsWithoutLosingMessages) {
+  ConnectedHosts h(2, 0, 0);
+  constexpr int kDepth = 8, kCount = 300;
+  const size_t n = 512 << 10;  // NCCL's message size, striped over both NICs
+  std::vector<std::vector<uint64_t>> out(kDepth, std::vector<uint64_t>(n / 8)), in(kDepth, std::vector<uint64_t>(n / 8));
+  std::vector<Request*> rs(kDepth, nullptr), rr(kDepth, nullptr);
+  std::vector<int> msg(kDepth, -1);
+  int posted = 0, finished = 0, wrong = 0;
+  int64_t deadline = now_ns() + 60000000000;
+  while (finished < kCount && now_ns() < deadline) {
+    for (int i = 0; i < kDepth; ++i) {
+      if (!rs[i] && !rr[i] && posted < kCount) {
+        out[i].front() = out[i].back() = uint64_t(posted);
+        ASSERT_EQ(h.b->irecv(h.p.recv, in[i].data(), n, &rr[i]), Result::Success);
+        ASSERT_EQ(h.a->isend(h.p.send, out[i].data(), n, &rs[i]), Result::Success);
+        ASSERT_TRUE(rs[i] && rr[i]);
+        msg[i] = posted++;
+      }
+      bool done = false;
+      if (rs[i]) {
+        ASSERT_EQ(h.a->test(rs[i], &done, nullptr), Result::Success);
+        if (done) rs[i] = nullptr;
+      }
+      if (rr[i]) {
+        ASSERT_EQ(h.b->test(rr[i], &done, nullptr), Result::Success);
+        if (done) {
+          rr[i] = nullptr;
+          wrong += in[i].front() != uint64_t(msg[i]) || in[i].back() != uint64_t(msg[i]);
+          ++finished;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(finished, kCount) << "messages lost: the stream stalled";
+  EXPECT_EQ(wrong, 0);
+  EXPECT_NE(h.a->stats(h.p.send).bytes_on_nic[1], 0u);
+}
+
 TEST(NetTransport, TooManyInFlightIsPostedAgainLater) {
   ConnectedHosts h(1, 0, 0);
   auto& b = h.b;
