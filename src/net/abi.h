@@ -125,3 +125,14 @@ struct NcclNetV11 {
 };
 
 }  // extern "C"
+
+// The x86-64 layout of NCCL 2.28's v11 structs, worked out from its header field by field: a field
+// added, dropped or retyped here moves one of these.
+static_assert(sizeof(NcclNetPropertiesV11) == 112);
+static_assert(offsetof(NcclNetPropertiesV11, vprops) == 64);
+static_assert(offsetof(NcclNetPropertiesV11, max_p2p_bytes) == 88);
+static_assert(offsetof(NcclNetPropertiesV11, max_multi_request_size) == 104);
+static_assert(sizeof(NcclNetDeviceHandleV11) == 32);
+static_assert(sizeof(NcclNetV11) == 22 * sizeof(void*));  // name and 21 functions
+static_assert(offsetof(NcclNetV11, test) == 13 * sizeof(void*));
+static_assert(offsetof(NcclNetV11, finalize) == 20 * sizeof(void*));
