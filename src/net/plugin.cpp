@@ -17,6 +17,7 @@
 #include "common/settings.h"
 #include "net/abi.h"
 #include "net/net_log.h"
+#include "net/nic_affinity.h"
 #include "net/nics.h"
 #include "net/tcp_transport.h"
 
@@ -80,10 +81,24 @@ Result build_transport(Plugin& p) {
     o.monitor = std::move(shared);
   else
     BRAID_NET_WARN("no host-wide NIC board; this process sees only its own traffic");
+  // A topology file says which GPU each NIC serves; emulated NICs (no PCI device of their own)
+  // then report their GPU's PCI path, so NCCL pairs each GPU with its NIC.
+  std::vector<NicAffinity> affinity;
+  if (!cfg.topo_file.empty()) {
+    topo::Topology t;
+    if (topo::load_topology(cfg.topo_file, &t) == Result::Success) affinity = nic_affinity(t);
+    else BRAID_NET_WARN("BRAID_TOPO_FILE %s: %s; NICs keep their own PCI paths", cfg.topo_file.c_str(), last_error());
+  }
   std::string line;
   for (size_t i = 0; i < o.nics.size(); ++i) {
     p.names.push_back(o.nics[i].name);
-    p.pci_paths.push_back(o.nics[i].pci_path);
+    std::string pci = o.nics[i].pci_path;
+    if (i < affinity.size()) {
+      if (pci.empty() && !affinity[i].pci_bus_id.empty()) pci = "/sys/bus/pci/devices/" + affinity[i].pci_bus_id;
+      BRAID_NET_INFO("NIC %zu (%s) is %s of the topology, GPU %d's", i, o.nics[i].name.c_str(),
+                     affinity[i].nic_name.c_str(), affinity[i].gpu);
+    }
+    p.pci_paths.push_back(pci);
     line += " [" + std::to_string(i) + "]" + o.nics[i].name + ":" + o.nics[i].address;
   }
   BRAID_NET_INFO("Using%s; %d streams per NIC, schedule %s%s", line.c_str(), o.streams_per_nic,

@@ -17,6 +17,7 @@
 
 #include "net/abi.h"
 #include "net/clock.h"
+#include "topo/topology.h"
 
 namespace braid::net {
 namespace {
@@ -202,6 +203,37 @@ TEST(NetPlugin, TableAndProperties) {
   EXPECT_GT(props.speed, 0);
   EXPECT_EQ(props.net_device_type, kNcclNetDeviceHost);
   EXPECT_EQ(p.net->get_properties(3, &props), kInvalidArgument);
+}
+
+// With a topology file, an emulated NIC (no PCI device) reports its GPU's PCI path, so NCCL pairs
+// GPU i with NIC i as the file says.
+TEST(NetPlugin, TopologyFileGivesEmulatedNicsTheirGpusPciPath) {
+  topo::Topology t;
+  ASSERT_EQ(topo::load_topology("fuselink-2x8", &t), Result::Success);
+  for (auto& n : t.nodes)
+    if (n.server == 0 && n.name == "gpu1") n.pci_bus_id = "0000:3b:00.0";
+  std::string path = "/tmp/braid-net-topo-" + std::to_string(getpid()) + ".json";
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::string text = topo::save_topology_json(t);
+    fwrite(text.data(), 1, text.size(), f);
+    fclose(f);
+  }
+  use_nics("127.0.0.1,127.0.0.2");
+  setenv("BRAID_TOPO_FILE", path.c_str(), 1);
+  {
+    Plugin p;
+    ASSERT_TRUE(p.ok());
+    NcclNetPropertiesV11 props;
+    ASSERT_EQ(p.net->get_properties(1, &props), kSuccess);
+    ASSERT_NE(props.pci_path, nullptr);
+    EXPECT_STREQ(props.pci_path, "/sys/bus/pci/devices/0000:3b:00.0");
+    ASSERT_EQ(p.net->get_properties(0, &props), kSuccess);
+    EXPECT_EQ(props.pci_path, nullptr);  // gpu0 has no PCI address in the file
+  }
+  unsetenv("BRAID_TOPO_FILE");
+  unlink(path.c_str());
 }
 
 TEST(NetPlugin, SendRecvManySizesAcrossProcessesOneNic) { exchange("127.0.0.1", 0, 0, 0, 0); }
