@@ -2,9 +2,8 @@
 // piece into a buffer in that relay GPU's memory (a peer copy over NVLink), from which the relay
 // NIC sends. This is the pool of such buffers on one relay GPU: fixed-size slots in one region
 // (device memory there; host memory in the CPU tests), capped by the caller (a setting once relays
-// are wired in), and
-// yielding to the relay GPU's own work: the owner declares what its own traffic needs, and relays
-// get only what the cap leaves beyond that. Slots already lent are never taken back (a piece in
+// are wired in), and yielding to the relay GPU's own work: the owner declares what its own traffic
+// needs, and relays get only what the cap leaves beyond that. Slots already lent are never taken back (a piece in
 // flight finishes); the limit applies to new ones.
 //
 // Not yet wired into the transport: relays need two GPUs per node and a device-side copy.
