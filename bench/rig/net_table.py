@@ -51,7 +51,7 @@ def main(argv):
     out = []
     for (ranks, coll), by_variant in sorted(table.items()):
         variants = [v for v in VARIANTS if v in by_variant]
-        out.append(f"== {coll}, {ranks} ranks: out-of-place busbw (GB/s); #wrong over all rows in the header")
+        out.append(f"== {coll}, {ranks} ranks: out-of-place busbw (GB/s); #wrong: rows with wrong elements")
         out.append("  {:>12} ".format("size") + " ".join(f"{v[:21]:>21}" for v in variants)
                    + "".join(f" {label[:24]:>24}" for _, _, label in RATIOS))
         out.append("  {:>12} ".format("#wrong") + " ".join(f"{wrong[((ranks, coll), v)]:>21}" for v in variants))
