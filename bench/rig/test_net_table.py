@@ -43,25 +43,23 @@ class NetTableTest(unittest.TestCase):
             self.assertEqual(row.split()[-3:-1], ["1.00", "1.00"])  # both ratios, the shaped one absent
             self.assertIn("loaded", text)
 
+    def failing(self, name, expected, **log):
+        """One log written with `log`'s faults: net_table must fail and say `expected`."""
+        with tempfile.TemporaryDirectory() as d:
+            write(d, name, **log)
+            rc, text = run(d)
+        self.assertEqual(rc, 1, text)
+        self.assertIn(expected, text)
+        return text
+
     def test_wrong_rows_and_a_missing_plugin_fail(self):
-        with tempfile.TemporaryDirectory() as d:
-            write(d, "braid-net-2nic_n2_sendrecv.log", wrong=3)
-            rc, text = run(d)
-            self.assertEqual(rc, 1)
-            counts = [l for l in text.splitlines() if l.strip().startswith("#wrong")][0]
-            self.assertEqual(counts.split()[-1], "1")  # one row with wrong elements
-        with tempfile.TemporaryDirectory() as d:
-            write(d, "braid-net-1nic_n2_sendrecv.log", loaded=False)
-            rc, text = run(d)
-            self.assertEqual(rc, 1)
-            self.assertIn("NOT LOADED", text)
+        text = self.failing("braid-net-2nic_n2_sendrecv.log", "#wrong", wrong=3)
+        counts = [l for l in text.splitlines() if l.strip().startswith("#wrong")][0]
+        self.assertEqual(counts.split()[-1], "1")  # one row with wrong elements
+        self.failing("braid-net-1nic_n2_sendrecv.log", "NOT LOADED", loaded=False)
 
     def test_a_failed_run_is_reported(self):
-        with tempfile.TemporaryDirectory() as d:
-            write(d, "braid-net-1nic_n4_all_gather.log", rc=124)
-            rc, text = run(d)
-            self.assertEqual(rc, 1)
-            self.assertIn("FAILED: braid-net-1nic_n4_all_gather.log", text)
+        self.failing("braid-net-1nic_n4_all_gather.log", "FAILED: braid-net-1nic_n4_all_gather.log", rc=124)
 
 
 if __name__ == "__main__":
