@@ -5,7 +5,10 @@
 # Needs root and a kernel with veth and sch_tbf (netem, for delay, is optional and skipped when
 # missing). Probes first and says what the machine refuses. Usage (from the repository root):
 #   sudo bench/net/emulated_nics.sh [NICS=2] [RATE=1gbit] [BYTES=256M] [REPEAT=3]
-# net_bench from build/bench/net_bench (NET_BENCH to override).
+# net_bench from build/bench/net_bench (NET_BENCH to override). COMPETE=1 adds rounds with a
+# competing flow (a plain socket loop of 4x the bytes) on the first NIC pair during each transfer:
+# the plain loop, pinned to that NIC as NCCL's socket transport is, shares it; braid's may use the
+# others.
 set -u
 nics=${1:-2} rate=${2:-1gbit} bytes=${3:-256M} repeat=${4:-3}
 bench=${NET_BENCH:-build/bench/net_bench}
@@ -59,6 +62,23 @@ one() {
   rm -f "$hf"
 }
 
+# competing: a plain loop on the first NIC pair, started before and outlasting the transfer.
+competitor_start() {
+  local hf=/tmp/braid-net-compete.$$
+  rm -f "$hf"
+  local big=$(( $(numfmt --from=iec "$bytes") * 4 ))
+  ip netns exec "$b" "$bench" recv --transport plain --nics "${b_list%%,*}" --handle-file "$hf" --bytes "$big" > /dev/null &
+  comp_recv=$!
+  ip netns exec "$a" "$bench" send --transport plain --nics "${a_list%%,*}" --handle-file "$hf" --bytes "$big" > /dev/null &
+  comp_send=$!
+  sleep 0.5
+}
+competitor_stop() {
+  kill "$comp_send" "$comp_recv" 2>/dev/null
+  wait "$comp_send" "$comp_recv" 2>/dev/null
+  rm -f /tmp/braid-net-compete.$$
+}
+
 for ((r = 1; r <= repeat; r++)); do
   echo "-- round $r"
   one "${b_list%%,*}" "${a_list%%,*}" plain
@@ -66,3 +86,15 @@ for ((r = 1; r <= repeat; r++)); do
   one "${b_list%%,*}" "${a_list%%,*}" braid --streams 2
   one "$b_list" "$a_list" braid --streams 2
 done
+
+if [[ ${COMPETE:-0} == 1 ]]; then
+  for ((r = 1; r <= repeat; r++)); do
+    echo "-- round $r with a competing flow on ${a_list%%,*} -> ${b_list%%,*}"
+    competitor_start
+    one "${b_list%%,*}" "${a_list%%,*}" plain
+    competitor_stop
+    competitor_start
+    one "$b_list" "$a_list" braid --streams 2
+    competitor_stop
+  done
+fi
