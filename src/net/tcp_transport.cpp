@@ -393,7 +393,7 @@ void TcpTransport::State::run(int nic) {
         } else if (s->comm->is_send) {
           moved |= progress_send(t, s, now, &wait_ns);
           if (s->queued_bytes.load() > 0 || s->front_sent > 0) {
-            std::lock_guard<std::mutex> clock(s->comm->mu);
+            std::lock_guard<std::mutex> comm_lock(s->comm->mu);
             if (!s->queue.empty() && t.bucket.available(now) > 0) events = POLLOUT;
           }
         } else {
