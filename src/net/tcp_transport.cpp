@@ -135,7 +135,26 @@ struct NicThread {
   int wake_fd = -1;
   TokenBucket bucket;
   std::atomic<bool> stop{false};
+  // The NIC's pace: bytes sent per second of time with bytes waiting to go (under mu). Traffic
+  // braid cannot see (another program's flow) slows it, so the cut of a message follows it.
+  uint64_t window_bytes = 0;
+  int64_t window_busy_ns = 0, last_ns = 0;
+  bool backlogged = false;
+  std::atomic<double> pace{0};  // bytes per second; 0: not measured yet
+  void account(int64_t now, bool backlog_now);
 };
+
+void NicThread::account(int64_t now, bool backlog_now) {
+  if (backlogged && last_ns) window_busy_ns += now - last_ns;
+  last_ns = now;
+  backlogged = backlog_now;
+  if (window_busy_ns < 20000000) return;  // a sample per 20 ms of sending
+  double sample = double(window_bytes) * 1e9 / double(window_busy_ns);
+  double old = pace.load();
+  pace.store(old > 0 ? 0.7 * old + 0.3 * sample : sample);
+  window_bytes = 0;
+  window_busy_ns = 0;
+}
 
 struct TcpTransport::State {
   TcpOptions opt;
@@ -173,6 +192,21 @@ struct TcpTransport::State {
   void attach(Comm* c);
   void detach(Comm* c);
   void help(Comm* c);
+  // Weights for cutting a message over the NICs of `mask`: their paces once all are measured
+  // (none below a tenth of the fastest, so a slow NIC keeps a share and its pace stays current);
+  // empty (equal shares) before.
+  std::vector<double> paces(uint32_t mask) const {
+    std::vector<double> w(threads.size(), 0);
+    double top = 0;
+    for (size_t i = 0; i < threads.size(); ++i) {
+      if (!(mask & (1u << i))) continue;
+      w[i] = threads[i]->pace.load();
+      if (w[i] <= 0) return {};
+      top = std::max(top, w[i]);
+    }
+    for (double& x : w) x = x > 0 ? std::max(x, top / 10) : 0;
+    return w;
+  }
   Result build_comm(bool is_send, int direct, int remote_nics, int control_fd,
                     const std::vector<std::pair<int, int>>& data, Comm** out);
 };
@@ -231,6 +265,7 @@ bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, in
       return moved;
     }
     t.bucket.consume(size_t(r));
+    t.window_bytes += size_t(r);
     moved = true;
     s->front_sent += size_t(r);
     if (s->front_sent < total) continue;
@@ -382,6 +417,9 @@ void TcpTransport::State::run(int nic) {
     {
       std::lock_guard<std::mutex> lock(t.mu);
       int64_t now = now_ns();
+      bool backlog = false;
+      for (Stream* s : t.streams) backlog |= s->kind == StreamKind::Data && s->comm->is_send && s->queued_bytes.load() > 0;
+      t.account(now, backlog);
       for (Stream* s : t.streams) {
         if (s->dead) continue;
         short events = 0;
@@ -770,7 +808,7 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
       if (!r.used.load()) { req = &r; break; }
     if (!req) return Result::Success;  // too many in flight: NCCL posts again later
     uint32_t mask = choose_nics(o.schedule, in);
-    pieces = cut_message(mask, bytes, {}, o.streams_per_nic, o.min_piece_bytes);
+    pieces = cut_message(mask, bytes, s_->paces(mask), o.streams_per_nic, o.min_piece_bytes);
     req->used.store(true);
     req->is_send = true;
     req->comm = c;
