@@ -23,11 +23,14 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
   if (rank < 0 || size_t(rank) >= n || buffers.send.size() != n || buffers.recv.size() != n || buffers.scratch.size() != n)
     return fail(Result::InvalidArgument, "routed exchange: buffers for %zu/%zu/%zu ranks, rank %d of %zu",
                 buffers.send.size(), buffers.recv.size(), buffers.scratch.size(), rank, n);
-  // First hops out of this rank's send buffer.
+  // This rank's receive buffer and scratch are free: the previous exchange finished here.
+  signals.ready[size_t(rank)].store(epoch, std::memory_order_release);
+  // First hops out of this rank's send buffer, each once its target has entered.
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const route::Transfer& t = plan.transfers[i];
     if (t.src != rank) continue;
     const char* from = at(buffers.send[size_t(t.src)], l.send_offset(t.src, t.dst) + t.begin);
+    BRAID_TRY(backend->wait(kSendQueue, {&signals.ready[size_t(t.via < 0 ? t.dst : t.via)], epoch}));
     if (t.via < 0) {
       BRAID_TRY(backend->copy(kSendQueue, at(buffers.recv[size_t(t.dst)], l.recv_offset(t.src, t.dst) + t.begin), from,
                               t.bytes, {&signals.landed[i], epoch}));
@@ -41,6 +44,7 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
     const route::Transfer& t = plan.transfers[i];
     if (t.via != rank) continue;
     BRAID_TRY(backend->wait(kForwardQueue, {&signals.relayed[i], epoch}));
+    BRAID_TRY(backend->wait(kForwardQueue, {&signals.ready[size_t(t.dst)], epoch}));
     BRAID_TRY(backend->copy(kForwardQueue, at(buffers.recv[size_t(t.dst)], l.recv_offset(t.src, t.dst) + t.begin),
                             at(buffers.scratch[size_t(rank)], t.scratch_offset), t.bytes, {&signals.landed[i], epoch}));
   }

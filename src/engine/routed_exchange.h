@@ -22,17 +22,22 @@ struct ExchangeBuffers {
   std::vector<void*> scratch;     // [rank] plan.scratch_bytes[rank] bytes
 };
 
-// Counters every rank's queues can reach, one pair per transfer of the plan, never reset: each
-// exchange raises them to its own `epoch`, larger than any earlier one.
+// Counters every rank's queues can reach, never reset: each exchange raises them to its own
+// `epoch`, larger than any earlier one.
 struct ExchangeSignals {
+  std::atomic<uint64_t>* ready = nullptr;    // [rank] it entered this exchange: its receive
+                                             // buffer and scratch may be written
   std::atomic<uint64_t>* relayed = nullptr;  // [transfer] the range is in the relay's scratch
   std::atomic<uint64_t>* landed = nullptr;   // [transfer] the range is in the receiver's buffer
 };
 
-// Enqueues this rank's copies and forwards, then waits (at most `timeout_s`) until every range
-// it receives has landed and every copy out of its send buffer and scratch has finished. Sends
-// go on one queue that never waits and forwards on another that waits only for sends, so no
-// rank's queue can wait on a copy queued behind a wait of its own: no deadlock.
+// Raises this rank's `ready`, enqueues its copies and forwards, then waits (at most
+// `timeout_s`) until every range it receives has landed and every copy out of its send buffer
+// and scratch has finished. A copy into a peer's buffer or scratch first waits for that peer's
+// `ready` (it may still be reading them in the previous exchange, or the user its results).
+// Sends go on one queue that waits only for `ready` (raised by each rank on entry, behind
+// nothing) and forwards on another that waits for sends and `ready`, so no queue can wait on a
+// copy queued behind a wait of its own: no deadlock once every rank has entered.
 Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
                     const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend,
                     double timeout_s = 30.0);

@@ -42,11 +42,13 @@ struct SharedExchange {
   explicit SharedExchange(const route::ExchangePlan& plan) {
     const auto& l = plan.layout;
     const size_t n = size_t(l.ranks);
-    size_t total = 2 * plan.transfers.size() * sizeof(std::atomic<uint64_t>) + n * sizeof(int);
+    size_t total = (2 * plan.transfers.size() + n) * sizeof(std::atomic<uint64_t>) + n * sizeof(int);
     for (size_t r = 0; r < n; ++r) total += l.send_bytes(int(r)) + l.recv_bytes(int(r)) + plan.scratch_bytes[r] + 3 * 128;  // take() pads each to 64 and adds 64
     bytes = total;
     base = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     char* p = base;
+    signals.ready = new (p) std::atomic<uint64_t>[n]();
+    p += n * sizeof(std::atomic<uint64_t>);
     signals.relayed = new (p) std::atomic<uint64_t>[plan.transfers.size()]();
     p += plan.transfers.size() * sizeof(std::atomic<uint64_t>);
     signals.landed = new (p) std::atomic<uint64_t>[plan.transfers.size()]();
