@@ -235,9 +235,9 @@ void Router::start_from(const Traffic& t, const std::vector<double>& previous) {
 // takes tiny Newton steps); the passes stop when a full-steepness pass no longer lowers the max.
 int Router::refine(const Traffic& t, bool warm) {
   double worst = max_util();
-  // From a previous routing, which is usually close, one step below full steepness (log-domain
-  // steps are not limited by the steepness; the gentle start helps from a poor first routing).
-  double alpha = std::min(warm ? opt_.refine_alpha / opt_.refine_growth : opt_.refine_start, opt_.refine_alpha);
+  // From a previous routing, which is close, steeper at once (log-domain steps are not limited
+  // by the steepness; the gentle start helps from a poor first routing).
+  double alpha = std::min(warm ? opt_.warm_alpha : opt_.refine_start, opt_.refine_alpha);
   int passes = 0;
   double* const g = gradient_.data();
   double* const r = curvature_.data();  // 1 / (ln2 k B q_p): how far a path moves per unit of gradient

@@ -37,6 +37,7 @@ struct RouterOptions {
   // All ranks solve the same sequence of matrices, so they still agree bit for bit.
   bool warm_start = true;
   double warm_change = 0.5;
+  double warm_alpha = 32.0;      // steepness of a warm start's first Newton pass
 };
 
 // Per flow (ordered pair with bytes), the fraction of its bytes on each of its paths.
