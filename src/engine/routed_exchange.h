@@ -22,13 +22,13 @@ struct ExchangeBuffers {
   std::vector<void*> scratch;     // [rank] plan.scratch_bytes[rank] bytes
 };
 
-// Counters every rank's queues can reach, never reset: each exchange raises them to its own
-// `epoch`, larger than any earlier one.
+// Counters every rank's queues can reach, never reset: each exchange raises them past every
+// value of the exchanges before it (its `epoch` is larger).
 struct ExchangeSignals {
-  std::atomic<uint64_t>* ready = nullptr;    // [rank] it entered this exchange: its receive
-                                             // buffer and scratch may be written
-  std::atomic<uint64_t>* relayed = nullptr;  // [transfer] the range is in the relay's scratch
-  std::atomic<uint64_t>* landed = nullptr;   // [transfer] the range is in the receiver's buffer
+  std::atomic<uint64_t>* ready = nullptr;    // [rank] = epoch once it entered this exchange:
+                                             // its receive buffer and scratch may be written
+  std::atomic<uint64_t>* relayed = nullptr;  // [transfer] epoch << 32 + slices in the relay's scratch
+  std::atomic<uint64_t>* landed = nullptr;   // [transfer] epoch << 32 + slices in the receiver's buffer
 };
 
 // Raises this rank's `ready`, enqueues its copies and forwards, then waits (at most
@@ -38,8 +38,10 @@ struct ExchangeSignals {
 // Sends go on one queue that waits only for `ready` (raised by each rank on entry, behind
 // nothing) and forwards on another that waits for sends and `ready`, so no queue can wait on a
 // copy queued behind a wait of its own: no deadlock once every rank has entered.
+// `epoch` from 1 to 2^32 - 1, larger than the last exchange's; relayed ranges move in slices of
+// `slice_bytes`, each forwarded as soon as it is in the relay's scratch.
 Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
                     const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend,
-                    double timeout_s = 30.0);
+                    size_t slice_bytes = size_t{512} << 10, double timeout_s = 30.0);
 
 }  // namespace braid::engine

@@ -84,7 +84,8 @@ std::vector<Result> run_all(const route::ExchangePlan& plan, SharedExchange& sha
     // The signals live in this mapping: register it, as a GPU needs its signal memory mapped.
     if (backend.register_host(shared.base, shared.bytes) != Result::Success) return Result::SystemError;
     for (int e = 1; e <= epochs; ++e) {
-      const Result r = engine::run_exchange(plan, rank, shared.buffers, shared.signals, uint64_t(e), &backend, 20.0);
+      // Slices of 4 KiB: relayed ranges (up to ~100 KiB here) move in many slices.
+      const Result r = engine::run_exchange(plan, rank, shared.buffers, shared.signals, uint64_t(e), &backend, 4096, 20.0);
       if (r != Result::Success) {
         std::fprintf(stderr, "rank %d: %s\n", rank, last_error());
         return r;
