@@ -63,12 +63,28 @@ Result NicMonitor::open_shared(const std::string& name, int nic_count, int64_t i
   close(fd);
   if (p == MAP_FAILED) return fail(Result::SystemError, "mmap(%s): %s", name.c_str(), strerror(errno));
   out->reset(new NicMonitor(static_cast<NicBoard*>(p), true, bytes, nic_count, idle_ns));
+  (*out)->name_ = name;
   return Result::Success;
 }
 
 NicMonitor::~NicMonitor() {
-  if (shared_) munmap(board_, map_bytes_);
-  else delete board_;
+  if (!shared_) {
+    delete board_;
+    return;
+  }
+  // The last process to leave removes the name, so nothing stays in /dev/shm: last means no slot
+  // is held by another live process (slots of processes that died or were killed do not count).
+  // One that opened the name and has claimed nothing yet keeps the removed board to itself until
+  // it ends: monitoring is split for a while, never wrong data.
+  const auto me = uint64_t(getpid());
+  bool others = false;
+  for (const auto& nic : board_->slots)
+    for (const NicSlot& slot : nic) {
+      const uint64_t w = slot.worker.load();
+      others |= w != 0 && (w >> 24) != me && owner_alive(w);
+    }
+  munmap(board_, map_bytes_);
+  if (!others) shm_unlink(name_.c_str());
 }
 
 int NicMonitor::claim(int nic, uint64_t worker) {

@@ -59,6 +59,7 @@ class NicMonitor {
   NicMonitor(NicBoard* board, bool shared, size_t map_bytes, int nic_count, int64_t idle_ns);
   NicBoard* board_;
   bool shared_;
+  std::string name_;  // a shared board's shm name
   size_t map_bytes_;
   int nic_count_;
   int64_t idle_ns_;

@@ -117,5 +117,40 @@ TEST(NetMonitor, HostWideBoardIsSharedByProcesses) {
   shm_unlink(name.c_str());
 }
 
+bool shm_exists(const std::string& name) { return access(("/dev/shm" + name).c_str(), F_OK) == 0; }
+
+// The last process to leave a shared board removes its name; a live holder of a slot keeps it,
+// a dead one does not.
+TEST(NetMonitor, TheLastToLeaveRemovesTheBoard) {
+  std::string name = "/braid-net-test-last-" + std::to_string(getpid());
+  std::unique_ptr<NicMonitor> m;
+  ASSERT_EQ(NicMonitor::open_shared(name, 2, kIdle, &m), Result::Success);
+  int ready[2], go[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(go), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    std::unique_ptr<NicMonitor> cm;
+    if (NicMonitor::open_shared(name, 2, kIdle, &cm) != Result::Success) _exit(2);
+    if (cm->claim(0, new_worker_id()) < 0) _exit(3);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(4);
+    _exit(0);  // dies holding its slot
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  std::unique_ptr<NicMonitor> second;
+  ASSERT_EQ(NicMonitor::open_shared(name, 2, kIdle, &second), Result::Success);
+  second.reset();  // the child, alive, holds a slot: the board stays
+  EXPECT_TRUE(shm_exists(name));
+  ASSERT_EQ(write(go[1], &c, 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  m.reset();  // only a dead process's slot is left: this was the last user
+  EXPECT_FALSE(shm_exists(name));
+  shm_unlink(name.c_str());
+}
+
 }  // namespace
 }  // namespace braid::net
