@@ -18,4 +18,18 @@ cp build-gpu/src/net/libnccl-net-braid.so gpubundle/lib/
 cp build-gpu/bench/net_bench gpubundle/
 strip gpubundle/net_bench gpubundle/braid-bench gpubundle/braid-plan gpubundle/reduce_bench gpubundle/api_* gpubundle/shim_* gpubundle/lib/libbraid.so gpubundle/lib/libnccl-net-braid.so
 for lib in libnuma.so.1 libhwy.so.1 libbenchmark.so.1debian; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" gpubundle/lib/; done
+# iproute2 (ip, tc) for kernel-shaped emulated NICs (veth pairs in namespaces, tc tbf): the GPU
+# machine has network namespaces but no ip or tc. Wrappers in nettools/bin find their libraries.
+mkdir -p gpubundle/nettools/bin gpubundle/nettools/libexec gpubundle/nettools/lib
+for tool in "$(command -v ip)" "$(command -v tc)"; do
+  [[ -x $tool ]] || continue
+  cp "$tool" gpubundle/nettools/libexec/
+  name=$(basename "$tool")
+  printf '#!/bin/sh\nhere=$(dirname "$(readlink -f "$0")")/..\nLD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec "$here/libexec/%s" "$@"\n' "$name" \
+    > "gpubundle/nettools/bin/$name"
+  chmod +x "gpubundle/nettools/bin/$name"
+  for lib in $(ldd "$tool" | awk '/=>/ {print $3}'); do
+    case $(basename "$lib") in libc.so.*|libm.so.*|ld-linux*) ;; *) cp -L "$lib" gpubundle/nettools/lib/ ;; esac
+  done
+done
 du -sh gpubundle

@@ -13,6 +13,8 @@ set -u
 nics=${1:-2} rate=${2:-1gbit} bytes=${3:-256M} repeat=${4:-3}
 bench=${NET_BENCH:-build/bench/net_bench}
 a=braidnetA$$ b=braidnetB$$
+# The GPU machine has no iproute2: gpubundle carries ip and tc (bench/make_gpubundle.sh).
+command -v ip >/dev/null || [[ ! -d gpubundle/nettools/bin ]] || export PATH=$PWD/gpubundle/nettools/bin:$PATH
 
 probe() {  # each capability on its own, in a throw-away namespace
   unshare -n true 2>/dev/null && echo "netns: yes" || { echo "netns: refused (unshare -n)"; return 1; }

@@ -45,6 +45,8 @@ say() { echo "$*" | tee -a "$rig_summary"; }
 # Never NVLink multicast: the host's GPUs are shared (KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN} BRAID_DEBUG=${BRAID_DEBUG:-WARN}
+# The GPU machine has no iproute2: the bundle carries ip and tc for the emulated NICs.
+command -v ip >/dev/null || [[ ! -d $root/gpubundle/nettools/bin ]] || export PATH=$root/gpubundle/nettools/bin:$PATH
 # MPICH only carries nccl-tests' bootstrap (a few small messages): keep it off the GPU.
 export MPIR_CVAR_ENABLE_GPU=0
 

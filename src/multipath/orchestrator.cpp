@@ -25,6 +25,9 @@ namespace {
 
 // How long the progress thread spins for the next job before it sleeps.
 constexpr int kProgressSpinMicroseconds = 200;
+// Event sets made ahead for split calls in flight, and the pool's low mark below which the
+// progress thread makes that many more.
+constexpr size_t kEventsAhead = 32;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
@@ -125,6 +128,11 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->copy_engines_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->ledger_->table().balancer_name()).c_str());
+  // Events for the calls in flight, made now rather than by the calls (take_events). A failure
+  // here is not the path's: calls make their own then.
+  cudaSetDevice(o->device_);
+  if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
+  cudaSetDevice(previous);
   if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
   return Result::Success;
@@ -276,20 +284,47 @@ Result Orchestrator::take_events(CallEvents* out) {
     if (!free_events_.empty()) {
       *out = free_events_.back();
       free_events_.pop_back();
+      if (free_events_.size() < kEventsLow) events_low_.store(true, std::memory_order_relaxed);
       return Result::Success;
     }
   }
-  // Timing only: no blocking sync, no cross-process use.
-  CallEvents e;
-  Result r = cuda(cudaEventCreate(&e.fork), "cudaEventCreate");
-  if (r == Result::Success)
-    r = cuda(cudaEventCreateWithFlags(&e.fork_untimed, cudaEventDisableTiming), "cudaEventCreate");
-  if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
-  if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
+  // The pool ran dry (more calls in flight than ever before): made here, at four event creations'
+  // cost to this call.
+  std::vector<CallEvents> made;
+  BRAID_TRY(make_events(1, &made));
+  *out = made.front();
+  return Result::Success;
+}
+
+// Timing events only where timed: no blocking sync, no cross-process use.
+Result Orchestrator::make_events(size_t count, std::vector<CallEvents>* out) {
+  for (size_t i = 0; i < count; ++i) {
+    CallEvents e;
+    Result r = cuda(cudaEventCreate(&e.fork), "cudaEventCreate");
+    if (r == Result::Success)
+      r = cuda(cudaEventCreateWithFlags(&e.fork_untimed, cudaEventDisableTiming), "cudaEventCreate");
+    if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
+    if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
+    {
+      std::lock_guard lock(events_mutex_);
+      all_events_.push_back(e);  // destroyed with the orchestrator, made or not
+    }
+    BRAID_TRY(r);
+    out->push_back(e);
+  }
+  return Result::Success;
+}
+
+// On the progress thread, between jobs: the calling thread then never pays for event creation
+// when calls pile up (each in-flight call holds a set; at 64 MB and up on the one-GPU rig it did,
+// and host time per call rose by microseconds where it happened).
+void Orchestrator::refill_events() {
+  if (!events_low_.exchange(false, std::memory_order_relaxed)) return;
+  std::vector<CallEvents> made;
+  const Result r = make_events(kEventsLow, &made);
   std::lock_guard lock(events_mutex_);
-  all_events_.push_back(e);  // destroyed with the orchestrator, made or not
-  if (r == Result::Success) *out = e;
-  return r;
+  free_events_.insert(free_events_.end(), made.begin(), made.end());
+  if (r != Result::Success) cudaGetLastError();  // the caller makes its own when the pool is dry
 }
 
 void Orchestrator::give_back_events(const CallEvents& events) {
@@ -499,6 +534,7 @@ void Orchestrator::process(Job& job) {
     settled_cv_.notify_all();
   }
   if (job.pcie()) give_back_events(job.events);
+  refill_events();
 }
 
 // After a failure every later split call fails too, so the word goes past any call number; the

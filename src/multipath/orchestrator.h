@@ -137,6 +137,9 @@ class Orchestrator {
   bool rides_copy_engines(const SplitCall& call) const;
   Result resolve_op(const SplitCall& call, Job* job) const;
   Result take_events(CallEvents* out);
+  Result make_events(size_t count, std::vector<CallEvents>* out);
+  void refill_events();  // the progress thread's, when take_events found the pool low
+  static constexpr size_t kEventsLow = 16;
   void give_back_events(const CallEvents& events);
   void enqueue(Job job);
   void settle_nccl_only(const Job& job);
@@ -193,6 +196,7 @@ class Orchestrator {
   std::string failed_text_;     // under settled_mutex_
   std::mutex events_mutex_;
   std::vector<CallEvents> free_events_, all_events_;
+  std::atomic<bool> events_low_{false};
   // The last split call whose PCIe share ended, in pinned host memory: callers' streams wait on it.
   std::atomic<uint64_t>* done_ = nullptr;
   unsigned long long done_device_ = 0;
