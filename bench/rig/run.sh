@@ -15,7 +15,8 @@
 #   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
 #                  alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over rounds compared
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
-#                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 1K to 64M
+#                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 256 B to
+#                  256 MB (RIG_MODES_SIZES)
 #   net N          NCCL's inter-node path through braid's net plugin (libnccl-net-braid.so,
 #                  NCCL_NET_PLUGIN=braid) against NCCL's own socket transport over the same
 #                  loopback interface: plain NCCL (no libbraid.so), P2P and SHM off, nccl-tests -c 1
@@ -172,20 +173,21 @@ suite_correctness() {
 }
 
 # nccl-tests' launch modes that run with one process per rank, through braid, float sum with its
-# check, split and unsplit sizes (1K to 64M): CUDA graphs (-G), misaligned buffers (-u), buffer
+# check, split and unsplit sizes (256 B to 256 MB): CUDA graphs (-G), misaligned buffers (-u), buffer
 # registration (-R), the default stream (-y), blocking calls (-z), several operations in one group
 # (-m), and the collectives braid passes to NCCL (alltoall, sendrecv, gather, scatter, hypercube).
 suite_modes() {
-  local n=$1 c m
+  # 256 B to 256 MB in six sizes (RIG_MODES_SIZES: nccl-tests' own -b/-e/-f flags).
+  local n=$1 c m sizes=${RIG_MODES_SIZES:--b 256 -e 256M -f 16}
   launch braid "$n"
   for m in "-G 1" "-u 1" "-R 1" "-y 1" "-z 1" "-m 8"; do
     for c in all_reduce all_gather reduce_scatter; do
       # shellcheck disable=SC2086  # a flag and its value, split on purpose
-      run "$OUT/modes/braid_n${n}_${c}_${m// /}.log" 60 "${L[@]}" "$nt/${c}_perf" -b 1K -e 64M -f 16 -n 2 -w 1 -c 1 -T 40 $m
+      run "$OUT/modes/braid_n${n}_${c}_${m// /}.log" 90 "${L[@]}" "$nt/${c}_perf" $sizes -n 2 -w 1 -c 1 -T 40 $m
     done
   done
   for c in alltoall sendrecv gather scatter hypercube; do
-    run "$OUT/modes/braid_n${n}_${c}.log" 60 "${L[@]}" "$nt/${c}_perf" -b 1K -e 64M -f 16 -n 2 -w 1 -c 1 -T 40
+    run "$OUT/modes/braid_n${n}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" $sizes -n 2 -w 1 -c 1 -T 40
   done
 }
 
