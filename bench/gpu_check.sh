@@ -113,7 +113,6 @@ part_tests() {
   [ -x $g/api_collectives_threads_test ] && check api_threads 150 $g/api_collectives_threads_test
   [ -x $g/api_collectives_processes_test ] && check api_processes 120 $g/api_collectives_processes_test
   [ -x $g/cuda_peer_reduce_gpu_test ] && check cuda_peer_reduce 60 $g/cuda_peer_reduce_gpu_test
-  [ -x $g/multipath_join_ring_gpu_test ] && check multipath_join_ring 60 $g/multipath_join_ring_gpu_test
   check shim_multipath 150 $g/shim_multipath_gpu_test
   check shim_multipath_nvlink_nccl 150 env BRAID_NVLINK_PATH=nccl $g/shim_multipath_gpu_test
   check shim_multipath_copy_share 150 env BRAID_NVLINK_PATH=nccl BRAID_SPLIT_NCCL_SHARE=copy $g/shim_multipath_gpu_test

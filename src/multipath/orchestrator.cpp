@@ -28,8 +28,6 @@ constexpr int kProgressSpinMicroseconds = 200;
 // Event sets made ahead for split calls in flight, and the pool's low mark below which the
 // progress thread makes that many more.
 constexpr size_t kEventsAhead = 32;
-// Split calls whose joins the progress thread queues ahead of the caller (multipath/join_ring.h).
-constexpr size_t kJoinSlots = 64;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
@@ -134,11 +132,6 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   // here is not the path's: calls make their own then.
   cudaSetDevice(o->device_);
   if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
-  // Without the ring every join is a stream memory wait queued by the caller: slower, not wrong.
-  if (o->async_ && JoinRing::create(o->done_device_, kJoinSlots, &o->join_ring_) != Result::Success) {
-    BRAID_INFO(Init, "multipath: %s; split calls join by stream memory waits", last_error());
-    cudaGetLastError();
-  }
   cudaSetDevice(previous);
   if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
   *out = std::move(o);
@@ -178,8 +171,6 @@ Orchestrator::~Orchestrator() {
       balance::save_tuning_cache(ledger_->table(), settings().tuning_cache);
   }
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
-  // The ring's waits for calls never made pass once the word is past every call number.
-  if (join_ring_) done_->store(uint64_t{1} << 62), join_ring_.reset();
   // Before braid's communicator, which the paths use.
   nvlink_paths_.clear();
   pcie_path_.reset();
@@ -428,14 +419,6 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   job.record.bytes = message_bytes(call, nranks_);
   BRAID_TRY(ledger_->next(call.collective, type, job.record.bytes, call.count, &job.ledger));
   const uint64_t call_number = job.ledger.call;
-  // However this call ends, the ring may reuse its slot once it returns.
-  struct PassRing {
-    JoinRing* ring;
-    uint64_t call;
-    ~PassRing() {
-      if (ring != nullptr) ring->passed(call);
-    }
-  } pass_ring{join_ring_.get(), call_number};
   const size_t nccl_elements = job.ledger.dedicated_elements;
   job.record.call = call_number;
   job.record.nccl_elements = nccl_elements;
@@ -477,14 +460,11 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   }
   enqueue(std::move(job));
   BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
-  // The join: braid's share by the completion word its progress raises (NCCL's is on the stream),
-  // through the ring's event when the progress thread queued this call's wait already.
-  if (!join_ring_ || !join_ring_->join(stream, call_number)) {
-    const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
-                                                          CU_STREAM_WAIT_VALUE_GEQ);
-    if (w != CUDA_SUCCESS)
-      r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
-  }
+  // The join: braid's share by the completion word its progress raises (NCCL's is on the stream).
+  const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
+                                                        CU_STREAM_WAIT_VALUE_GEQ);
+  if (w != CUDA_SUCCESS)
+    r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
   if (r != Result::Success) {
     record_failure(r);
     abort();
@@ -555,7 +535,6 @@ void Orchestrator::process(Job& job) {
   }
   if (job.pcie()) give_back_events(job.events);
   refill_events();
-  if (join_ring_ && join_ring_->top_up() != Result::Success) cudaGetLastError();  // callers fall back
 }
 
 // After a failure every later split call fails too, so the word goes past any call number; the

@@ -34,7 +34,6 @@
 #include "braid/braid.h"
 #include "common/result.h"
 #include "api/nccl_calls.h"
-#include "multipath/join_ring.h"
 #include "multipath/share_path.h"
 #include "multipath/split_call.h"
 #include "multipath/split_ledger.h"
@@ -201,7 +200,6 @@ class Orchestrator {
   // The last split call whose PCIe share ended, in pinned host memory: callers' streams wait on it.
   std::atomic<uint64_t>* done_ = nullptr;
   unsigned long long done_device_ = 0;
-  std::unique_ptr<JoinRing> join_ring_;  // the cheap join (asynchronous calls only)
 };
 
 }  // namespace braid::multipath
