@@ -24,6 +24,13 @@
 #                  plain-socket, braid-net-1nic (127.0.0.1), braid-net-2nic (127.0.0.1 and .2), and
 #                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400);
 #                  bench/rig/net_table.py puts busbw and #wrong side by side (docs/NET.md)
+#   compete N      issue 20's "under a competing flow on one NIC, braid beats NCCL's socket transport
+#                  by >= 1.3x": bench/rig/compete.sh puts each rank in its own network namespace (a
+#                  host) with 2 veth NICs shaped by tc tbf (COMPETE_MBIT, 2000), and runs sendrecv and
+#                  all_reduce 32M-128M with NCCL_NET=Socket on nic0 and with braid's plugin on both
+#                  NICs, each without and with a competing socket loop on nic0 (gpubundle/net_bench);
+#                  falls back to loopback (said NOT FAIR) where namespaces are refused; its own budget
+#                  COMPETE_BUDGET (270 s); bench/rig/compete_table.py prints the ratios (docs/NET.md)
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -270,6 +277,18 @@ suite_net() {
   python3 "$root/bench/rig/net_table.py" "$OUT/net" | tee "$OUT/net_table.txt" | tee -a "$rig_summary"
 }
 
+# braid's plugin against NCCL's socket transport, quiet and under a competing flow on nic0, over the
+# same namespaced, tc-shaped NICs (bench/rig/compete.sh, which bounds its own commands).
+suite_compete() {
+  local n=$1 left=$((budget - SECONDS - 20)) b=${COMPETE_BUDGET:-270}
+  ((left >= 60)) || { say "SKIPPED (budget)  compete $n"; return 0; }
+  ((b > left)) && b=$left
+  OUT=$OUT RIG_NT=$nt NET_BENCH=${NET_BENCH:-$root/gpubundle/net_bench} COMPETE_BUDGET=$b \
+    timeout -k 10 "$((b + 15))" bash "$root/bench/rig/compete.sh" "$n"
+  cat "$OUT/compete/mode.txt" "$OUT/compete_table.txt" >> "$rig_summary" 2>/dev/null
+  return 0
+}
+
 args=("$@")
 [[ ${#args[@]} -eq 1 && ${args[0]} == all ]] && args=(correctness 2 dying 2 hosttime 2 fuzz correctness 4 dying 4)
 ((${#args[@]})) || { echo "usage: bash bench/rig/run.sh SUITE [N] ... (see the header)"; exit 2; }
@@ -287,6 +306,7 @@ while ((i < ${#args[@]})); do
     hosttime) suite_hosttime "$n" ;;
     modes) suite_modes "$n" ;;
     net) suite_net "$n" ;;
+    compete) suite_compete "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -295,7 +315,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net compete 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)
