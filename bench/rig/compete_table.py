@@ -80,29 +80,31 @@ def main(argv):
     for (ranks, work), cols in sorted(data.items()):
         unit = "MB/s received" if work == "net_bench" else "out-of-place busbw, GB/s"
         out.append(f"== {work}, {ranks} ranks: {unit}; quiet / compete: without / with a competing flow on nic0")
-        names = [f"{v.replace('plain-socket', 'NCCL-socket').replace('braid-net', 'braid')} {c}" for v, c in COLUMNS]
-        out.append("  {:>12} ".format("size") + " ".join(f"{n:>16}" for n in names)
-                   + f" {'braid/NCCL quiet':>17} {'braid/NCCL compete':>19}")
+        # net_bench's stand-in for NCCL's socket transport is a plain socket loop: named as such.
+        base = "plain" if work == "net_bench" else "NCCL"
+        names = [f"{v.replace('plain-socket', base + '-socket').replace('braid-net', 'braid')} {c}" for v, c in COLUMNS]
+        out.append("  {:>12} ".format("size") + " ".join(f"{n:>20}" for n in names)
+                   + f" {'braid/' + base + ' quiet':>17} {'braid/' + base + ' compete':>19}")
         get = {k: cols.get(k) for k in COLUMNS}
-        out.append("  {:>12} ".format("#wrong") + " ".join(f"{(g[1] if g else '-'):>16}" for g in get.values()))
+        out.append("  {:>12} ".format("#wrong") + " ".join(f"{(g[1] if g else '-'):>20}" for g in get.values()))
         out.append("  {:>12} ".format("nic1 share") + " ".join(
-            f"{(f'{g[4]:.2f}' if g and g[4] is not None else '-'):>16}" for g in get.values()))
+            f"{(f'{g[4]:.2f}' if g and g[4] is not None else '-'):>20}" for g in get.values()))
         if work != "net_bench":
             out.append("  {:>12} ".format("plugin") + " ".join(
-                f"{(('loaded' if g[2] else 'NOT LOADED') if g else '-') if k[0] == 'braid-net' else '-':>16}"
+                f"{(('loaded' if g[2] else 'NOT LOADED') if g else '-') if k[0] == 'braid-net' else '-':>20}"
                 for k, g in get.items()))
         sizes = sorted({s for g in get.values() if g for s in g[0]})
         last = None
         for s in sizes:
             vals = [g[0].get(s) if g else None for g in get.values()]
             rq, rc = ratio(vals[1], vals[0]), ratio(vals[3], vals[2])
-            out.append("  {:>12} ".format(s) + " ".join(f"{v:>16.3f}" if v is not None else f"{'-':>16}" for v in vals)
+            out.append("  {:>12} ".format(s) + " ".join(f"{v:>20.3f}" if v is not None else f"{'-':>20}" for v in vals)
                        + (f" {rq:>17.2f}" if rq else f" {'-':>17}") + (f" {rc:>19.2f}" if rc else f" {'-':>19}"))
             if rc:
                 last = (s, rc)
         if last:
             verdict = "met" if last[1] >= GOAL else "NOT met"
-            out.append(f"  under a competing flow at {last[0]} B: braid / NCCL socket = {last[1]:.2f} "
+            out.append(f"  under a competing flow at {last[0]} B: braid / {base} socket = {last[1]:.2f} "
                        f"(goal >= {GOAL}: {verdict}{'' if fair else '; NOT FAIR: loopback, see mode'})")
         else:
             out.append("  under a competing flow: no ratio (a side is missing or failed)")

@@ -91,7 +91,7 @@ class CompeteTableTest(unittest.TestCase):
             rc, text = run(d)
             self.assertEqual(rc, 0, text)
             self.assertIn("== net_bench, 2 ranks: MB/s received", text)
-            self.assertIn("braid / NCCL socket = 3.28", text)
+            self.assertIn("braid / plain socket = 3.28", text)  # a plain loop, not NCCL
             self.assertNotIn("plugin", text)
 
     def test_wrong_rows_missing_plugin_and_failures_fail(self):
