@@ -10,6 +10,8 @@
 #   plain-socket  NCCL's socket transport, NCCL_NET=Socket NCCL_SOCKET_IFNAME==nic0 (NCCL pins a
 #                 GPU to one NIC); "plain": no libbraid.so, as in the net suite
 #   braid-net     braid's plugin, NCCL_NET_PLUGIN=braid NCCL_NET=braid BRAID_NET_NICS=nic0,nic1
+#   plain-socket-2nic  (opt-in, COMPETE_VARIANTS) NCCL's socket transport on both NICs,
+#                 NCCL_SOCKET_IFNAME==nic0,nic1: NCCL spreads its channels over them, blind to load
 # COMPETE_WORKLOAD=nccl-tests (default): nccl-tests COMPETE_COLLS (sendrecv all_reduce) from
 # COMPETE_MIN to COMPETE_MAX (32M, 128M), -f 4 -n 5 -w 1 -c 1, ranks on GPU 0 as hosts
 # (one-gpu-rank.sh), launched by mpiexec with RIG_NT the nccl-tests folder (run.sh sets them).
@@ -107,12 +109,15 @@ probe() {
 build_hosts() {
   local r k h burst=$((mbit * 250 > 262144 ? mbit * 250 : 262144))  # 2 ms at the rate, >= 256 KB
   ip netns add "$sw" && ip -n "$sw" link set lo up || return 1
+  ip netns exec "$sw" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
   for ((k = 0; k < nics; k++)); do
     ip -n "$sw" link add "br$k" type bridge && ip -n "$sw" link set "br$k" up || return 1
   done
   for ((r = 0; r < n; r++)); do
     h=${tag}h$r
     ip netns add "$h" && ip -n "$h" link set lo up || return 1
+    # IPv4 only: no link-local IPv6 address for NCCL to pick, no IPv6 chatter in tc's counters.
+    ip netns exec "$h" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
     for ((k = 0; k < nics; k++)); do
       ip link add "nic$k" netns "$h" type veth peer name "h${r}n$k" netns "$sw" || return 1
       ip -n "$h" addr add "10.78.$k.$((r + 1))/24" dev "nic$k" || return 1
@@ -213,14 +218,15 @@ command_for() {
     fi
     return
   fi
-  local env=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET)
+  local env=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS "INIT,NET" NCCL_SOCKET_FAMILY AF_INET)
   local wrap=()
   if ((netns)); then
     # NCCL's bootstrap on nic0 too: each host's lo is its own.
-    env+=(NCCL_SOCKET_IFNAME =nic0 COMPETE_NETNS_PREFIX "${tag}h")
+    env+=(NCCL_SOCKET_IFNAME "=nic0" COMPETE_NETNS_PREFIX "${tag}h")
     wrap=("$root/bench/rig/netns-rank.sh")
     case $variant in
       plain-socket) env+=(NCCL_NET Socket) ;;
+      plain-socket-2nic) env+=(NCCL_NET Socket NCCL_SOCKET_IFNAME "=$all_nics") ;;
       braid-net) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS "$all_nics") ;;
     esac
   else
@@ -264,10 +270,15 @@ if ((!netns)); then
   say "mode: loopback: NOT FAIR: NCCL's socket transport on lo unshaped, braid on 127.0.0.x shaped in user space to $((mbit / 8)) MB/s per NIC, the competing loop on 127.0.0.1 (unshaped: it loads the CPU, not a NIC)"
 fi
 
+read -r -a variants <<< "${COMPETE_VARIANTS:-plain-socket braid-net}"
+if [[ $workload == net_bench ]] || ((!netns)); then
+  # A plain loop has one socket, and loopback has one interface: no NCCL over both NICs there.
+  read -r -a variants <<< "${variants[*]/plain-socket-2nic/}"
+fi
 [[ $workload == net_bench ]] && colls=(net_bench)
 for coll in "${colls[@]}"; do
   for cond in quiet compete; do
-    for variant in plain-socket braid-net; do
+    for variant in "${variants[@]}"; do
       log=$dir/${variant}_${cond}_n${n}_${coll}.log
       if [[ $cond == compete ]]; then
         competitor_start "$dir/competitor.txt" || { echo "# competing flow did not start" > "$log"; continue; }

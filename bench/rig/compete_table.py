@@ -17,8 +17,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summarize  # noqa: E402  (the rig's own log reader)
 
-LOG = re.compile(r"^(?P<variant>plain-socket|braid-net)_(?P<cond>quiet|compete)_n(?P<ranks>\d+)_(?P<work>\w+)\.log$")
+LOG = re.compile(r"^(?P<variant>plain-socket-2nic|plain-socket|braid-net)_(?P<cond>quiet|compete)_n(?P<ranks>\d+)_(?P<work>\w+)\.log$")
 COLUMNS = [("plain-socket", "quiet"), ("braid-net", "quiet"), ("plain-socket", "compete"), ("braid-net", "compete")]
+# Opt-in (COMPETE_VARIANTS): NCCL's socket transport over both NICs, shown after the four.
+TWO_NIC = [("plain-socket-2nic", "quiet"), ("plain-socket-2nic", "compete")]
 NET_BENCH = re.compile(r"^\S+\s+recv\s.*: (\d+) bytes in [\d.]+ s = ([\d.]+) MB/s")
 NIC_BYTES = re.compile(r"^# nic-bytes (\S+) (\S+) (-?\d+)")
 GOAL = 1.3
@@ -35,7 +37,8 @@ def read_log(path, work):
         m = NIC_BYTES.match(line)
         if m and m[1] == "h0":
             sent[m[2]] += int(m[3])
-    share = sent["nic1"] / sum(sent.values()) if sum(sent.values()) > 0 else None
+    # Under a megabyte is chatter (ARP), not a transfer: no share.
+    share = sent["nic1"] / sum(sent.values()) if sum(sent.values()) >= 1e6 else None
     if work == "net_bench":
         for line in log.lines:
             m = NET_BENCH.match(line.strip())
@@ -82,10 +85,13 @@ def main(argv):
         out.append(f"== {work}, {ranks} ranks: {unit}; quiet / compete: without / with a competing flow on nic0")
         # net_bench's stand-in for NCCL's socket transport is a plain socket loop: named as such.
         base = "plain" if work == "net_bench" else "NCCL"
-        names = [f"{v.replace('plain-socket', base + '-socket').replace('braid-net', 'braid')} {c}" for v, c in COLUMNS]
+        columns = COLUMNS + [k for k in TWO_NIC if k in cols]
+        names = [f"{v.replace('plain-socket', base + '-socket').replace('braid-net', 'braid')} {c}" for v, c in columns]
+        two = bool(columns[4:])
         out.append("  {:>12} ".format("size") + " ".join(f"{n:>20}" for n in names)
-                   + f" {'braid/' + base + ' quiet':>17} {'braid/' + base + ' compete':>19}")
-        get = {k: cols.get(k) for k in COLUMNS}
+                   + f" {'braid/' + base + ' quiet':>17} {'braid/' + base + ' compete':>19}"
+                   + (f" {'braid/2nic compete':>19}" if two else ""))
+        get = {k: cols.get(k) for k in columns}
         out.append("  {:>12} ".format("#wrong") + " ".join(f"{(g[1] if g else '-'):>20}" for g in get.values()))
         out.append("  {:>12} ".format("nic1 share") + " ".join(
             f"{(f'{g[4]:.2f}' if g and g[4] is not None else '-'):>20}" for g in get.values()))
@@ -98,8 +104,10 @@ def main(argv):
         for s in sizes:
             vals = [g[0].get(s) if g else None for g in get.values()]
             rq, rc = ratio(vals[1], vals[0]), ratio(vals[3], vals[2])
+            r2 = ratio(vals[3], get.get(("plain-socket-2nic", "compete"), ({},))[0].get(s)) if two else None
             out.append("  {:>12} ".format(s) + " ".join(f"{v:>20.3f}" if v is not None else f"{'-':>20}" for v in vals)
-                       + (f" {rq:>17.2f}" if rq else f" {'-':>17}") + (f" {rc:>19.2f}" if rc else f" {'-':>19}"))
+                       + (f" {rq:>17.2f}" if rq else f" {'-':>17}") + (f" {rc:>19.2f}" if rc else f" {'-':>19}")
+                       + ((f" {r2:>19.2f}" if r2 else f" {'-':>19}") if two else ""))
             if rc:
                 last = (s, rc)
         if last:

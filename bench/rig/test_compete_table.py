@@ -31,10 +31,11 @@ def rows(busbw, wrong=0):
 
 
 def nic_bytes(nic0, nic1):
-    return f"# nic-bytes h0 nic0 {nic0}\n# nic-bytes h0 nic1 {nic1}\n# nic-bytes h1 nic0 100\n"
+    return f"# nic-bytes h0 nic0 {nic0 << 20}\n# nic-bytes h0 nic1 {nic1 << 20}\n# nic-bytes h1 nic0 100\n"
 
 
 def write(folder, variant, cond, busbw, work="sendrecv", wrong=0, loaded=True, rc=0, nics=(100, 0)):
+    """One log; `nics`: host 0's MB sent on nic0 and nic1."""
     if work == "net_bench":
         text = (f"{'plain ' if variant.startswith('plain') else 'braid '} recv  nics=nic0  streams=1 rate=0 MB/s: "
                 f"268435456 bytes in 1.000 s = {busbw:.1f} MB/s\n")
@@ -76,6 +77,19 @@ class CompeteTableTest(unittest.TestCase):
             self.assertIn("braid / NCCL socket = 3.00 (goal >= 1.3: met)", text)
             self.assertNotIn("NOT FAIR", text)
 
+    def test_nccl_socket_over_both_nics_is_an_extra_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            four(d)
+            write(d, "plain-socket-2nic", "quiet", 0.8, nics=(50, 50))
+            write(d, "plain-socket-2nic", "compete", 0.4, nics=(150, 50))
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("NCCL-socket-2nic compete", text)
+            row = [line for line in text.splitlines() if line.strip().startswith(str(128 << 20))][0].split()
+            self.assertEqual(row[5:7], ["0.800", "0.400"])
+            self.assertEqual(row[7:], ["2.00", "3.00", "1.50"])  # braid compete / NCCL 2-NIC compete
+            self.assertIn("braid / NCCL socket = 3.00", text)  # the verdict stays against one NIC
+
     def test_goal_not_met_and_loopback_is_not_fair(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "mode.txt"), "w") as f:
@@ -105,6 +119,14 @@ class CompeteTableTest(unittest.TestCase):
                 if "wrong" in braid:
                     counts = [line for line in text.splitlines() if line.strip().startswith("#wrong")][0].split()
                     self.assertEqual(counts[1:], ["0", "1", "0", "1"])  # one row of two each
+
+    def test_chatter_is_no_share(self):
+        with tempfile.TemporaryDirectory() as d:
+            four(d)
+            write(d, "braid-net", "quiet", 0.8, nics=(0, 0))  # no transfer bytes: ARP at most
+            rc, text = run(d)
+            shares = [line for line in text.splitlines() if line.strip().startswith("nic1 share")][0].split()
+            self.assertEqual(shares[2:], ["0.00", "-", "0.00", "0.25"])
 
     def test_nothing_to_read_fails(self):
         with tempfile.TemporaryDirectory() as d:
