@@ -25,22 +25,33 @@
 # loop on 127.0.0.1: NOT a fair comparison, and the table says so.
 # Logs: $OUT/compete/<variant>_<quiet|compete>_n<N>_<workload>.log (command first, "# nic-bytes"
 # per host and NIC from tc's counters, exit last), mode.txt, probe.txt; then compete_table.py.
-# Bounded by COMPETE_BUDGET seconds (270) in all, every command by timeout.
+# Bounded by COMPETE_BUDGET seconds (270) in all, every command by timeout. COMPETE_BRIDGE=0 joins
+# 2 hosts by veth pairs directly (what the probe does where bridges are refused); COMPETE_NSENTER=1
+# enters namespaces with nsenter (what it does where `ip netns exec` is refused).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
 self=$root/bench/rig/compete.sh
+
+# ns_run NS CMD...: CMD in network namespace NS ("-": here). `ip netns exec` also remounts /sys
+# for the namespace; where that is refused, COMPETE_NSENTER=1 (set by the probe) enters only the
+# network namespace.
+ns_run() {
+  local ns=$1; shift
+  if [[ $ns == - ]]; then "$@"
+  elif [[ ${COMPETE_NSENTER:-0} == 1 ]]; then nsenter "--net=/run/netns/$ns" -- "$@"
+  else ip netns exec "$ns" "$@"; fi
+}
 
 # Internal: one net_bench transfer, receiver in RECV_NS, sender in SEND_NS ("-": no namespace).
 if [[ ${1:-} == --pair ]]; then
   shift
   rns=$1 sns=$2 bench=$3 hf=$4; shift 4   # then: TRANSPORT RECV_NICS SEND_NICS BYTES [ARGS]
   tr=$1 rn=$2 sn=$3 by=$4; shift 4
-  in_ns() { local ns=$1; shift; if [[ $ns == - ]]; then "$@"; else ip netns exec "$ns" "$@"; fi; }
   rm -f "$hf"
-  in_ns "$rns" "$bench" recv --transport "$tr" --nics "$rn" --handle-file "$hf" --bytes "$by" "$@" &
+  ns_run "$rns" "$bench" recv --transport "$tr" --nics "$rn" --handle-file "$hf" --bytes "$by" "$@" &
   rp=$!
-  in_ns "$sns" "$bench" send --transport "$tr" --nics "$sn" --handle-file "$hf" --bytes "$by" "$@" > /dev/null
+  ns_run "$sns" "$bench" send --transport "$tr" --nics "$sn" --handle-file "$hf" --bytes "$by" "$@" > /dev/null
   src=$?
   wait "$rp"
   rrc=$?
@@ -59,6 +70,7 @@ workload=${COMPETE_WORKLOAD:-nccl-tests}
 read -r -a colls <<< "${COMPETE_COLLS:-sendrecv all_reduce}"
 nt=${RIG_NT:-/tmp/rig/nccl-tests-mpi}
 bench=${NET_BENCH:-}
+bridge=1
 if [[ -z $bench ]]; then
   bench=$root/gpubundle/net_bench
   [[ -x $bench ]] || bench=$root/build/bench/net_bench
@@ -95,21 +107,51 @@ probe() {
   command -v ip > /dev/null && command -v tc > /dev/null || { echo "ip/tc: missing (iproute2)"; return 1; }
   ip netns add "$p" 2>/dev/null && echo "netns: yes" || { echo "netns: refused (ip netns add)"; return 1; }
   ip -n "$p" link add p0 type veth peer name p1 2>/dev/null && echo "veth: yes" || { echo "veth: refused"; return 1; }
-  ip -n "$p" link add b0 type bridge 2>/dev/null && ip -n "$p" link set p1 master b0 2>/dev/null \
-    && echo "bridge: yes" || { echo "bridge: refused"; return 1; }
+  bridge=1
+  if [[ ${COMPETE_BRIDGE:-1} == 0 ]] || ! { ip -n "$p" link add b0 type bridge 2>/dev/null && ip -n "$p" link set p1 master b0 2>/dev/null; }; then
+    bridge=0
+    ((n == 2)) || { echo "bridge: refused (needed for more than 2 hosts)"; return 1; }
+    echo "bridge: refused (2 hosts: joined by veth pairs directly)"
+  else
+    echo "bridge: yes"
+  fi
   tc -n "$p" qdisc add dev p0 root tbf rate 100mbit burst 64kb latency 20ms 2>/dev/null \
     && echo "tc tbf: yes" || { echo "tc tbf: refused"; return 1; }
-  ip netns exec "$p" true 2>/dev/null && echo "ip netns exec: yes" || { echo "ip netns exec: refused"; return 1; }
+  if ip netns exec "$p" true 2>/dev/null; then
+    echo "ip netns exec: yes"
+  elif nsenter "--net=/run/netns/$p" -- true 2>/dev/null; then
+    export COMPETE_NSENTER=1
+    echo "ip netns exec: refused; nsenter --net: yes (used instead)"
+  else
+    echo "ip netns exec: refused, nsenter --net: refused"; return 1
+  fi
   ip netns del "$p"
   return 0
 }
 
 # N hosts, `nics` NICs each: host r's nicK (10.78.K.r+1/24) is a veth into bridge brK of the switch
 # namespace. tbf on both ends: the host's egress is its send rate, the switch port's its receive rate.
+# Without bridges (2 hosts only) nicK of host 0 and nicK of host 1 are the two ends of one pair.
 build_hosts() {
   local r k h burst=$((mbit * 250 > 262144 ? mbit * 250 : 262144))  # 2 ms at the rate, >= 256 KB
+  if ((!bridge)); then
+    for ((r = 0; r < 2; r++)); do
+      h=${tag}h$r
+      ip netns add "$h" && ip -n "$h" link set lo up || return 1
+      ns_run "$h" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
+    done
+    for ((k = 0; k < nics; k++)); do
+      ip link add "nic$k" netns "${tag}h0" type veth peer name "nic$k" netns "${tag}h1" || return 1
+      for ((r = 0; r < 2; r++)); do
+        h=${tag}h$r
+        ip -n "$h" addr add "10.78.$k.$((r + 1))/24" dev "nic$k" && ip -n "$h" link set "nic$k" up || return 1
+        tc -n "$h" qdisc add dev "nic$k" root tbf rate "${mbit}mbit" burst "$burst" latency 20ms || return 1
+      done
+    done
+    return 0
+  fi
   ip netns add "$sw" && ip -n "$sw" link set lo up || return 1
-  ip netns exec "$sw" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
+  ns_run "$sw" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
   for ((k = 0; k < nics; k++)); do
     ip -n "$sw" link add "br$k" type bridge && ip -n "$sw" link set "br$k" up || return 1
   done
@@ -117,7 +159,7 @@ build_hosts() {
     h=${tag}h$r
     ip netns add "$h" && ip -n "$h" link set lo up || return 1
     # IPv4 only: no link-local IPv6 address for NCCL to pick, no IPv6 chatter in tc's counters.
-    ip netns exec "$h" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
+    ns_run "$h" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
     for ((k = 0; k < nics; k++)); do
       ip link add "nic$k" netns "$h" type veth peer name "h${r}n$k" netns "$sw" || return 1
       ip -n "$h" addr add "10.78.$k.$((r + 1))/24" dev "nic$k" || return 1
@@ -130,7 +172,7 @@ build_hosts() {
   # Every host reaches every other on every NIC (ARP through the bridges) before anything is timed.
   if command -v ping > /dev/null; then
     for ((k = 0; k < nics; k++)); do
-      ip netns exec "${tag}h0" ping -c 1 -W 2 "10.78.$k.2" > /dev/null || { echo "no ping on nic$k"; return 1; }
+      ns_run "${tag}h0" ping -c 1 -W 2 "10.78.$k.2" > /dev/null || { echo "no ping on nic$k"; return 1; }
     done
   fi
 }
@@ -151,11 +193,9 @@ competitor_start() {
   local hf=/tmp/braid-compete-flow.$$ log=$1 rns=- sns=- ra=127.0.0.1 sa=127.0.0.1
   ((netns)) && { rns=${tag}h1 sns=${tag}h0 ra=10.78.0.2 sa=10.78.0.1; }
   rm -f "$hf"
-  local pre=(); [[ $rns != - ]] && pre=(ip netns exec "$rns")
-  "${pre[@]}" "$bench" recv --transport plain --nics "$ra" --handle-file "$hf" --bytes 1024G >> "$log" 2>&1 &
+  ns_run "$rns" "$bench" recv --transport plain --nics "$ra" --handle-file "$hf" --bytes 1024G >> "$log" 2>&1 &
   comp_pids=($!)
-  pre=(); [[ $sns != - ]] && pre=(ip netns exec "$sns")
-  "${pre[@]}" "$bench" send --transport plain --nics "$sa" --handle-file "$hf" --bytes 1024G >> "$log" 2>&1 &
+  ns_run "$sns" "$bench" send --transport plain --nics "$sa" --handle-file "$hf" --bytes 1024G >> "$log" 2>&1 &
   comp_pids+=($!)
   sleep 1
   kill -0 "${comp_pids[@]}" 2>/dev/null || { echo "# competing flow did not start (see $log)"; return 1; }
@@ -249,7 +289,7 @@ cat "$dir/probe.txt"
 [[ -x $bench ]] || { say "no net_bench at $bench (NET_BENCH, or carry gpubundle): no competing flow possible"; exit 2; }
 if ((netns)); then
   if build_hosts >> "$dir/probe.txt" 2>&1; then
-    say "mode: namespaces: $n hosts, $nics NICs each (nic0..), ${mbit} Mbit/s each way per NIC (tc tbf); fair: both transports cross the same shaped NICs"
+    say "mode: namespaces: $n hosts, $nics NICs each (nic0..), ${mbit} Mbit/s each way per NIC (tc tbf), $( ((bridge)) && echo "a bridge per NIC" || echo "veth pairs host to host")$( [[ ${COMPETE_NSENTER:-0} == 1 ]] && echo ", nsenter"); fair: both transports cross the same shaped NICs"
   else
     netns=0
     tail -3 "$dir/probe.txt"
