@@ -22,7 +22,8 @@
 #                  loopback interface: plain NCCL (no libbraid.so), P2P and SHM off, nccl-tests -c 1
 #                  1K to 256M for all_reduce, all_gather, reduce_scatter, sendrecv; variants
 #                  plain-socket, braid-net-1nic (127.0.0.1), braid-net-2nic (127.0.0.1 and .2), and
-#                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400);
+#                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400); RIG_NET_VARIANTS
+#                  picks variants (braid-net-1nic-2thr: one NIC, BRAID_NET_THREADS=2);
 #                  bench/rig/net_table.py puts busbw and #wrong side by side (docs/NET.md)
 #   compete N      issue 20's "under a competing flow on one NIC, braid beats NCCL's socket transport
 #                  by >= 1.3x": bench/rig/compete.sh puts each rank in its own network namespace (a
@@ -259,13 +260,17 @@ suite_hosttime() {
 # NCCL_NET names the transport outright: a plugin that fails to load is an error, not a silent
 # fall-back to NCCL's own sockets; NCCL_DEBUG_SUBSYS=INIT,NET logs which one ran.
 suite_net() {
-  local n=$1 c variant rate=${RIG_NET_RATE:-400}
+  local n=$1 c variant rate=${RIG_NET_RATE:-400} net_variants
+  # RIG_NET_VARIANTS narrows or extends the variants: braid-net-1nic-2thr is braid on one NIC with
+  # two progress threads (BRAID_NET_THREADS=2), against one thread's copy rate (docs/NET.md).
+  read -r -a net_variants <<< "${RIG_NET_VARIANTS:-plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped}"
   local base=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET)
   for c in all_reduce all_gather reduce_scatter sendrecv; do
-    for variant in plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped; do
+    for variant in "${net_variants[@]}"; do
       local env=("${base[@]}")
       case $variant in
         plain-socket) env+=(NCCL_NET Socket NCCL_SOCKET_IFNAME lo) ;;
+        braid-net-1nic-2thr) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1 BRAID_NET_THREADS 2) ;;
         braid-net-1nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1) ;;
         braid-net-2nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1,127.0.0.2) ;;
       esac
