@@ -32,6 +32,9 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 root=$PWD
 self=$root/bench/rig/compete.sh
+# The GPU machine has no iproute2: the bundle carries ip and tc (bench/make_gpubundle.sh), as
+# wrappers that put their own libraries on LD_LIBRARY_PATH (so ns_run hands on the caller's).
+command -v ip >/dev/null || [[ ! -d $root/gpubundle/nettools/bin ]] || export PATH=$root/gpubundle/nettools/bin:$PATH
 
 # ns_run NS CMD...: CMD in network namespace NS ("-": here). `ip netns exec` also remounts /sys
 # for the namespace; where that is refused, COMPETE_NSENTER=1 (set by the probe) enters only the
@@ -40,7 +43,7 @@ ns_run() {
   local ns=$1; shift
   if [[ $ns == - ]]; then "$@"
   elif [[ ${COMPETE_NSENTER:-0} == 1 ]]; then nsenter "--net=/run/netns/$ns" -- "$@"
-  else ip netns exec "$ns" "$@"; fi
+  else ip netns exec "$ns" env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}" "$@"; fi
 }
 
 # Internal: one net_bench transfer, receiver in RECV_NS, sender in SEND_NS ("-": no namespace).

@@ -7,4 +7,5 @@ r=${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-${RANK:-0}}}
 ns=${COMPETE_NETNS_PREFIX:?COMPETE_NETNS_PREFIX is not set}$r
 # COMPETE_NSENTER=1: only the network namespace changes (ip netns exec also remounts /sys).
 [[ ${COMPETE_NSENTER:-0} == 1 ]] && exec nsenter "--net=/run/netns/$ns" -- "$@"
-exec ip netns exec "$ns" "$@"
+# The bundle's ip (gpubundle/nettools) sets LD_LIBRARY_PATH for itself: the rank gets ours back.
+exec ip netns exec "$ns" env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}" "$@"
