@@ -46,11 +46,12 @@ void add_route(const topo::Topology& t, int from, int to, double coef, Usage* u)
 
 // Max-min fair rates (bytes/s) of subflows over directed links (progressive filling).
 std::vector<double> fair_rates(const topo::Topology& t, const std::vector<Usage>& flows) {
-  std::map<int, double> left;
+  std::map<int, double> left, capacity;
   for (const Usage& u : flows)
     for (const auto& [key, coef] : u) {
       const topo::Link& l = t.links[size_t(key / 2)];
-      left.emplace(key, (key % 2 == 0 ? l.gbps_ab : l.gbps_ba) * 1e9);
+      capacity.emplace(key, (key % 2 == 0 ? l.gbps_ab : l.gbps_ba) * 1e9);
+      left.emplace(key, capacity[key]);
     }
   std::vector<double> rate(flows.size(), 0);
   std::vector<bool> frozen(flows.size(), false);
@@ -68,7 +69,7 @@ std::vector<double> fair_rates(const topo::Topology& t, const std::vector<Usage>
     for (size_t f = 0; f < flows.size(); ++f)
       if (!frozen[f])
         for (const auto& [key, coef] : flows[f])
-          if (left[key] <= 1e-9 * (1 + step)) frozen[f] = true;
+          if (left[key] <= 1e-9 * capacity[key]) frozen[f] = true;  // the link is full
   }
   return rate;
 }
