@@ -166,9 +166,10 @@ struct TcpTransport::State {
   std::mutex pending_mu;
   std::map<void*, PendingConnect> pending;  // by handle memory: NCCL calls connect again with it
   std::vector<uint64_t> workers;            // this transport's worker on each direct NIC
+  std::atomic<int> lane_turn{0};            // where the next connection starts dealing its streams
 
   // Each NIC has `threads_per_nic` progress threads (lanes); NIC i's are i * threads_per_nic on.
-  int lane_of(int nic, int k) const { return nic * opt.threads_per_nic + k % opt.threads_per_nic; }
+  int lane_of(int nic, int k) const { return nic * opt.threads_per_nic + (k & 0x7fffffff) % opt.threads_per_nic; }
   void wake(int lane) {
     uint64_t one = 1;
     ssize_t r = write(threads[size_t(lane)]->wake_fd, &one, sizeof one);
@@ -515,7 +516,10 @@ Result TcpTransport::State::build_comm(bool is_send, int direct, int remote_nics
   c->control = std::make_unique<Stream>();
   c->control->fd = control_fd;
   c->control->nic = direct;
-  c->control->lane = lane_of(direct, 0);
+  // Each connection starts on the next lane, so that connections of one stream each (and NCCL's
+  // several channels) spread over the lanes too.
+  const int turn = lane_turn.fetch_add(1);
+  c->control->lane = lane_of(direct, turn);
   c->control->kind = StreamKind::Control;
   c->control->comm = c.get();
   set_stream_options(control_fd);
@@ -524,7 +528,7 @@ Result TcpTransport::State::build_comm(bool is_send, int direct, int remote_nics
     auto s = std::make_unique<Stream>();
     s->fd = fd;
     s->nic = nic;
-    s->lane = lane_of(nic, on_nic[size_t(nic)]++);
+    s->lane = lane_of(nic, turn + on_nic[size_t(nic)]++);
     s->comm = c.get();
     set_stream_options(fd);
     c->streams.push_back(std::move(s));
