@@ -3,7 +3,8 @@
 //   net_bench local [options]             both ends here (fork), plain then braid, over the NICs
 //   net_bench recv|send --handle-file F   one end each, e.g. in two network namespaces
 // Options: --transport plain|braid, --nics 127.0.0.1,127.0.0.2 (the receiver's, in recv; the
-// sender's, in send), --bytes, --message, --depth, --streams, --rate-mbps (braid's own shaping).
+// sender's, in send), --bytes, --message, --depth, --streams, --threads, --rate-mbps (braid's own
+// shaping).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -36,7 +37,7 @@ struct Options {
   std::string nics = "127.0.0.1";
   std::string handle_file;
   std::string bytes = "1G", message = "512K";  // NCCL's message: a 4 MB buffer in 8 steps
-  int depth = 8, streams = 2;
+  int depth = 8, streams = 2, threads = 1;
   double rate_mbps = 0;
 };
 
@@ -126,6 +127,7 @@ std::unique_ptr<TcpTransport> braid_transport(const Options& o) {
   TcpOptions t;
   if (find_nics(o.nics, &t.nics) != Result::Success) return nullptr;
   t.streams_per_nic = o.streams;
+  t.threads_per_nic = o.threads;
   t.rate_bytes_per_s = o.rate_mbps * 1e6;
   std::unique_ptr<TcpTransport> out;
   make_tcp_transport(std::move(t), &out);
@@ -244,6 +246,7 @@ int main(int argc, char** argv) {
   app.add_option("--message", o.message, "bytes per message (per send() for plain)");
   app.add_option("--depth", o.depth, "braid: messages in flight");
   app.add_option("--streams", o.streams, "braid: TCP connections per NIC");
+  app.add_option("--threads", o.threads, "braid: progress threads per NIC");
   app.add_option("--rate-mbps", o.rate_mbps, "braid: per-NIC rate limit in MB/s (0: none)");
   app.add_option("--repeat", repeat, "local: rounds of plain then braid");
   CLI11_PARSE(app, argc, argv);

@@ -22,8 +22,16 @@
 #                  loopback interface: plain NCCL (no libbraid.so), P2P and SHM off, nccl-tests -c 1
 #                  1K to 256M for all_reduce, all_gather, reduce_scatter, sendrecv; variants
 #                  plain-socket, braid-net-1nic (127.0.0.1), braid-net-2nic (127.0.0.1 and .2), and
-#                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400);
+#                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400); RIG_NET_VARIANTS
+#                  picks variants (braid-net-1nic-2thr: one NIC, BRAID_NET_THREADS=2);
 #                  bench/rig/net_table.py puts busbw and #wrong side by side (docs/NET.md)
+#   compete N      issue 20's "under a competing flow on one NIC, braid beats NCCL's socket transport
+#                  by >= 1.3x": bench/rig/compete.sh puts each rank in its own network namespace (a
+#                  host) with 2 veth NICs shaped by tc tbf (COMPETE_MBIT, 2000), and runs sendrecv and
+#                  all_reduce 32M-128M with NCCL_NET=Socket on nic0 and with braid's plugin on both
+#                  NICs, each without and with a competing socket loop on nic0 (gpubundle/net_bench);
+#                  falls back to loopback (said NOT FAIR) where namespaces are refused; its own budget
+#                  COMPETE_BUDGET (270 s); bench/rig/compete_table.py prints the ratios (docs/NET.md)
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -252,13 +260,17 @@ suite_hosttime() {
 # NCCL_NET names the transport outright: a plugin that fails to load is an error, not a silent
 # fall-back to NCCL's own sockets; NCCL_DEBUG_SUBSYS=INIT,NET logs which one ran.
 suite_net() {
-  local n=$1 c variant rate=${RIG_NET_RATE:-400}
+  local n=$1 c variant rate=${RIG_NET_RATE:-400} net_variants
+  # RIG_NET_VARIANTS narrows or extends the variants: braid-net-1nic-2thr is braid on one NIC with
+  # two progress threads (BRAID_NET_THREADS=2), against one thread's copy rate (docs/NET.md).
+  read -r -a net_variants <<< "${RIG_NET_VARIANTS:-plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped}"
   local base=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET)
   for c in all_reduce all_gather reduce_scatter sendrecv; do
-    for variant in plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped; do
+    for variant in "${net_variants[@]}"; do
       local env=("${base[@]}")
       case $variant in
         plain-socket) env+=(NCCL_NET Socket NCCL_SOCKET_IFNAME lo) ;;
+        braid-net-1nic-2thr) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1 BRAID_NET_THREADS 2) ;;
         braid-net-1nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1) ;;
         braid-net-2nic*) env+=(NCCL_NET_PLUGIN braid NCCL_NET braid BRAID_NET_NICS 127.0.0.1,127.0.0.2) ;;
       esac
@@ -268,6 +280,18 @@ suite_net() {
     done
   done
   python3 "$root/bench/rig/net_table.py" "$OUT/net" | tee "$OUT/net_table.txt" | tee -a "$rig_summary"
+}
+
+# braid's plugin against NCCL's socket transport, quiet and under a competing flow on nic0, over the
+# same namespaced, tc-shaped NICs (bench/rig/compete.sh, which bounds its own commands).
+suite_compete() {
+  local n=$1 left=$((budget - SECONDS - 20)) b=${COMPETE_BUDGET:-270}
+  ((left >= 60)) || { say "SKIPPED (budget)  compete $n"; return 0; }
+  ((b > left)) && b=$left
+  OUT=$OUT RIG_NT=$nt NET_BENCH=${NET_BENCH:-$root/gpubundle/net_bench} COMPETE_BUDGET=$b \
+    timeout -k 10 "$((b + 15))" bash "$root/bench/rig/compete.sh" "$n"
+  cat "$OUT/compete/mode.txt" "$OUT/compete_table.txt" >> "$rig_summary" 2>/dev/null
+  return 0
 }
 
 args=("$@")
@@ -287,6 +311,7 @@ while ((i < ${#args[@]})); do
     hosttime) suite_hosttime "$n" ;;
     modes) suite_modes "$n" ;;
     net) suite_net "$n" ;;
+    compete) suite_compete "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -295,7 +320,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net compete 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

@@ -43,6 +43,19 @@ class NetTableTest(unittest.TestCase):
             self.assertEqual(row.split()[-3:-1], ["1.00", "1.00"])  # both ratios, the shaped one absent
             self.assertIn("loaded", text)
 
+    def test_two_threads_per_nic_has_its_ratio_only_where_it_ran(self):
+        with tempfile.TemporaryDirectory() as d:
+            for v in ("plain-socket", "braid-net-1nic", "braid-net-1nic-2thr"):
+                write(d, f"{v}_n2_all_reduce.log", loaded=v != "plain-socket")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("1 NIC 2 threads / NCCL", text)
+            row = [l for l in text.splitlines() if l.strip().startswith("1048576")][0].split()
+            self.assertEqual(row[4:7], ["1.00", "1.00", "-"])  # 1 thread, 2 threads, no 2-NIC run
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "braid-net-1nic_n2_all_reduce.log")
+            self.assertNotIn("2 threads", run(d)[1])
+
     def failing(self, name, expected, **log):
         """One log written with `log`'s faults: net_table must fail and say `expected`."""
         with tempfile.TemporaryDirectory() as d:

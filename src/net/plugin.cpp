@@ -72,6 +72,7 @@ Result build_transport(Plugin& p) {
   TcpOptions o;
   BRAID_TRY(find_nics(cfg.net_nics, &o.nics));
   o.streams_per_nic = int(cfg.net_streams);
+  o.threads_per_nic = int(cfg.net_threads);
   o.rate_bytes_per_s = cfg.net_rate_mbps * 1e6;
   o.schedule = parse_schedule(cfg.net_schedule.c_str());
   o.stripe_min_bytes = size_t(std::max<int64_t>(cfg.net_stripe_min_bytes, 0));

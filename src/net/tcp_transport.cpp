@@ -59,7 +59,8 @@ enum class StreamKind { Data, Control };
 
 struct Stream {
   int fd = -1;
-  int nic = 0;             // local NIC (whose thread moves it)
+  int nic = 0;             // local NIC
+  int lane = 0;            // the progress thread that moves it (index in State::threads)
   StreamKind kind = StreamKind::Data;
   Comm* comm = nullptr;
   std::atomic<bool> dead{false};
@@ -128,6 +129,8 @@ struct PendingConnect {
   size_t reply_got = 0;
 };
 
+// One progress thread of a NIC (a lane): one thread copies about 1.8 GB/s through the kernel on
+// the GPU machine's loopback, so a NIC faster than that needs several (BRAID_NET_THREADS).
 struct NicThread {
   std::thread thread;
   std::mutex mu;  // guards `streams`; held while the thread works on them
@@ -163,18 +166,21 @@ struct TcpTransport::State {
   std::mutex pending_mu;
   std::map<void*, PendingConnect> pending;  // by handle memory: NCCL calls connect again with it
   std::vector<uint64_t> workers;            // this transport's worker on each direct NIC
+  std::atomic<int> lane_turn{0};            // where the next connection starts dealing its streams
 
-  void wake(int nic) {
+  // Each NIC has `threads_per_nic` progress threads (lanes); NIC i's are i * threads_per_nic on.
+  int lane_of(int nic, int k) const { return nic * opt.threads_per_nic + (k & 0x7fffffff) % opt.threads_per_nic; }
+  void wake(int lane) {
     uint64_t one = 1;
-    ssize_t r = write(threads[nic]->wake_fd, &one, sizeof one);
+    ssize_t r = write(threads[size_t(lane)]->wake_fd, &one, sizeof one);
     (void)r;
   }
   void wake_all(Comm* c) {
-    bool seen[kMaxNics] = {};
-    for (auto& s : c->streams) seen[s->nic] = true;
-    if (c->control) seen[c->control->nic] = true;
+    std::vector<bool> seen(threads.size(), false);
+    for (auto& s : c->streams) seen[size_t(s->lane)] = true;
+    if (c->control) seen[size_t(c->control->lane)] = true;
     for (int i = 0; i < int(threads.size()); ++i)
-      if (seen[i]) wake(i);
+      if (seen[size_t(i)]) wake(i);
   }
   void fail_comm(Comm* c, Result r) {
     int expected = 0;
@@ -185,7 +191,7 @@ struct TcpTransport::State {
     s->comm->dead_streams.fetch_add(1);
   }
 
-  void run(int nic);
+  void run(int lane);
   bool progress_send(NicThread& t, Stream* s, int64_t now, int64_t* wait_ns);
   bool progress_recv(Stream* s, int64_t now);
   bool progress_control(Stream* s, int64_t now);
@@ -195,12 +201,13 @@ struct TcpTransport::State {
   // Weights for cutting a message over the NICs of `mask`: their paces once all are measured
   // (none below a tenth of the fastest, so a slow NIC keeps a share and its pace stays current);
   // empty (equal shares) before.
+  // A NIC's pace is the sum of its lanes' (a lane that never had bytes waiting has none).
   std::vector<double> paces(uint32_t mask) const {
-    std::vector<double> w(threads.size(), 0);
+    std::vector<double> w(opt.nics.size(), 0);
     double top = 0;
-    for (size_t i = 0; i < threads.size(); ++i) {
+    for (size_t i = 0; i < w.size(); ++i) {
       if (!(mask & (1u << i))) continue;
-      w[i] = threads[i]->pace.load();
+      for (int k = 0; k < opt.threads_per_nic; ++k) w[i] += threads[size_t(lane_of(int(i), k))]->pace.load();
       if (w[i] <= 0) return {};
       top = std::max(top, w[i]);
     }
@@ -405,8 +412,8 @@ bool TcpTransport::State::progress_control(Stream* s, int64_t now) {
   return moved;
 }
 
-void TcpTransport::State::run(int nic) {
-  NicThread& t = *threads[nic];
+void TcpTransport::State::run(int lane) {
+  NicThread& t = *threads[size_t(lane)];
   std::vector<pollfd> fds;
   while (!t.stop.load()) {
     int64_t wait_ns = 100000000;  // at most 100 ms asleep
@@ -461,13 +468,13 @@ void TcpTransport::State::run(int nic) {
 void TcpTransport::State::help(Comm* c) {
   int64_t now = now_ns();
   for (int n = 0; n < int(threads.size()); ++n) {
-    NicThread& t = *threads[n];
+    NicThread& t = *threads[size_t(n)];
     bool mine = false;
-    for (auto& s : c->streams) mine |= s->nic == n;
+    for (auto& s : c->streams) mine |= s->lane == n;
     if (!mine || !t.mu.try_lock()) continue;
     int64_t wait = 0;
     for (auto& s : c->streams) {
-      if (s->nic != n || s->dead.load()) continue;
+      if (s->lane != n || s->dead.load()) continue;
       if (c->is_send) progress_send(t, s.get(), now, &wait);
       else progress_recv(s.get(), now);
     }
@@ -476,14 +483,15 @@ void TcpTransport::State::help(Comm* c) {
 }
 
 void TcpTransport::State::attach(Comm* c) {
-  std::vector<Stream*> by_nic[kMaxNics];
-  for (auto& s : c->streams) by_nic[s->nic].push_back(s.get());
-  if (c->control) by_nic[c->control->nic].push_back(c->control.get());
+  std::vector<std::vector<Stream*>> by_lane(threads.size());
+  for (auto& s : c->streams) by_lane[size_t(s->lane)].push_back(s.get());
+  if (c->control) by_lane[size_t(c->control->lane)].push_back(c->control.get());
   for (int i = 0; i < int(threads.size()); ++i) {
-    if (by_nic[i].empty()) continue;
+    if (by_lane[size_t(i)].empty()) continue;
     {
-      std::lock_guard<std::mutex> lock(threads[i]->mu);
-      threads[i]->streams.insert(threads[i]->streams.end(), by_nic[i].begin(), by_nic[i].end());
+      std::lock_guard<std::mutex> lock(threads[size_t(i)]->mu);
+      threads[size_t(i)]->streams.insert(threads[size_t(i)]->streams.end(), by_lane[size_t(i)].begin(),
+                                         by_lane[size_t(i)].end());
     }
     wake(i);
   }
@@ -508,13 +516,19 @@ Result TcpTransport::State::build_comm(bool is_send, int direct, int remote_nics
   c->control = std::make_unique<Stream>();
   c->control->fd = control_fd;
   c->control->nic = direct;
+  // Each connection starts on the next lane, so that connections of one stream each (and NCCL's
+  // several channels) spread over the lanes too.
+  const int turn = lane_turn.fetch_add(1);
+  c->control->lane = lane_of(direct, turn);
   c->control->kind = StreamKind::Control;
   c->control->comm = c.get();
   set_stream_options(control_fd);
+  std::vector<int> on_nic(opt.nics.size(), 0);  // streams so far per NIC: they take its lanes in turn
   for (auto [fd, nic] : data) {
     auto s = std::make_unique<Stream>();
     s->fd = fd;
     s->nic = nic;
+    s->lane = lane_of(nic, turn + on_nic[size_t(nic)]++);
     s->comm = c.get();
     set_stream_options(fd);
     c->streams.push_back(std::move(s));
@@ -531,6 +545,7 @@ Result make_tcp_transport(TcpOptions options, std::unique_ptr<TcpTransport>* out
   if (options.nics.empty()) return fail(Result::InvalidArgument, "TCP transport: no NIC");
   if (options.nics.size() > size_t(kMaxNics)) options.nics.resize(kMaxNics);
   options.streams_per_nic = std::clamp(options.streams_per_nic, 1, 16);
+  options.threads_per_nic = std::clamp(options.threads_per_nic, 1, 8);
   auto st = std::make_unique<TcpTransport::State>();
   st->opt = options;
   for (size_t i = 0; i < options.nics.size(); ++i) st->workers.push_back(new_worker_id());
@@ -541,12 +556,13 @@ Result make_tcp_transport(TcpOptions options, std::unique_ptr<TcpTransport>* out
 }
 
 TcpTransport::TcpTransport(std::unique_ptr<State> state) : s_(std::move(state)) {
-  for (size_t i = 0; i < s_->opt.nics.size(); ++i) {
+  for (size_t i = 0; i < s_->opt.nics.size() * size_t(s_->opt.threads_per_nic); ++i) {
     auto t = std::make_unique<NicThread>();
     t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     // A burst of 10 ms of traffic (at least 256 KB): wake-ups late by less than that (this
-    // shared machine makes them late by milliseconds) lose nothing.
-    double rate = s_->opt.rate_bytes_per_s;
+    // shared machine makes them late by milliseconds) lose nothing. An emulated NIC's rate is
+    // split evenly over its lanes.
+    double rate = s_->opt.rate_bytes_per_s / s_->opt.threads_per_nic;
     t->bucket = TokenBucket(rate, std::max(262144.0, rate * 10e-3));
     s_->threads.push_back(std::move(t));
   }
@@ -799,6 +815,7 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
   in.bytes = bytes;
   in.stripe_min_bytes = o.stripe_min_bytes;
   std::vector<Piece> pieces;
+  std::vector<int> lanes;  // of the streams given pieces, to wake
   {
     std::lock_guard<std::mutex> lock(c->mu);
     in.rotate = c->rotate++;
@@ -831,13 +848,14 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
       if (owner) s_->monitor->begin(c->direct, c->monitor_slot, now);
       best->queued_bytes.fetch_add(pc.bytes);
       best->queue.push_back({req, h, req->data + pc.offset, owner});
+      lanes.push_back(best->lane);
       c->stats.bytes_on_nic[pc.nic] += pc.bytes;
     }
     *out = req;
   }
-  bool woke[kMaxNics] = {};
-  for (const Piece& pc : pieces)
-    if (!woke[pc.nic]) { woke[pc.nic] = true; s_->wake(pc.nic); }
+  std::vector<bool> woke(s_->threads.size(), false);
+  for (int lane : lanes)
+    if (!woke[size_t(lane)]) { woke[size_t(lane)] = true; s_->wake(lane); }
   return Result::Success;
 }
 

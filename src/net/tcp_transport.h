@@ -1,9 +1,10 @@
 // TCP under the net plugin. Each connection opens `streams` TCP connections on every NIC pair
 // (local NIC i to the peer's NIC i mod its NIC count) and a control connection on the direct
-// NIC. Each NIC has one progress thread that moves the bytes of all its streams (non-blocking
-// sockets, poll), paced by the NIC's token bucket when the NIC is emulated. Per message the
-// sender picks NICs (nic_choice.h) from the NIC monitor and the receiver's credits, and cuts the
-// message into pieces whose headers let the receiver place them with no copy.
+// NIC. Each NIC has `threads_per_nic` progress threads that move the bytes of its streams (non-
+// blocking sockets, poll; the streams dealt over them in turn), paced by the NIC's token bucket
+// when the NIC is emulated. Per message the sender picks NICs (nic_choice.h) from the NIC monitor
+// and the receiver's credits, and cuts the message into pieces whose headers let the receiver
+// place them with no copy.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@ namespace braid::net {
 struct TcpOptions {
   std::vector<Nic> nics;
   int streams_per_nic = 2;
+  int threads_per_nic = 1;         // progress threads per NIC; its streams are dealt over them
   double rate_bytes_per_s = 0;     // per NIC; 0: unlimited
   Schedule schedule = Schedule::FuseLink;
   size_t stripe_min_bytes = 128 << 10;

@@ -8,8 +8,13 @@ namespace braid::net {
 namespace {
 using namespace braid::net::testing;
 
-void round_trip(Schedule schedule, int nics) {
-  ConnectedHosts h(nics, 0, nics - 1, schedule);
+// `lanes_a` / `lanes_b`: progress threads per NIC of each side (lanes are local: they may differ).
+void round_trip(Schedule schedule, int nics, int lanes_a = 1, int lanes_b = 1, int streams = 2) {
+  TcpOptions oa = options(nics, schedule), ob = options(nics, schedule);
+  oa.threads_per_nic = lanes_a;
+  ob.threads_per_nic = lanes_b;
+  oa.streams_per_nic = ob.streams_per_nic = streams;
+  ConnectedHosts h(std::move(oa), 0, std::move(ob), nics - 1);
   auto& a = h.a;
   auto& b = h.b;
   Pair& p = h.p;
@@ -35,6 +40,9 @@ void round_trip(Schedule schedule, int nics) {
 TEST(NetTransport, RoundTripOneNic) { round_trip(Schedule::FuseLink, 1); }
 TEST(NetTransport, RoundTripTwoNicsFuseLink) { round_trip(Schedule::FuseLink, 2); }
 TEST(NetTransport, RoundTripFourNicsStripe) { round_trip(Schedule::Stripe, 4); }
+TEST(NetTransport, RoundTripOneNicTwoLanes) { round_trip(Schedule::FuseLink, 1, 2, 2); }
+TEST(NetTransport, RoundTripTwoNicsLanesDealtUnevenly) { round_trip(Schedule::Stripe, 2, 3, 1, 4); }
+TEST(NetTransport, RoundTripMoreLanesThanStreams) { round_trip(Schedule::FuseLink, 2, 4, 2, 1); }
 
 TEST(NetTransport, ManyInFlightStayInOrderWhenTheReceiverPostsLate) {
   ConnectedHosts h(2, 1, 0);
@@ -62,8 +70,10 @@ TEST(NetTransport, ManyInFlightStayInOrderWhenTheReceiverPostsLate) {
 
 // A long stream with requests reused as soon as they complete, pieces of each message on both
 // NICs: every message arrives, in its own buffer.
-TEST(NetTransport, LongStreamReusesRequestsWithoutLosingMessages) {
-  ConnectedHosts h(2, 0, 0);
+void long_stream(int lanes) {
+  TcpOptions oa = options(2), ob = options(2);
+  oa.threads_per_nic = ob.threads_per_nic = lanes;
+  ConnectedHosts h(std::move(oa), 0, std::move(ob), 0);
   constexpr int kDepth = 8, kCount = 300;
   const size_t n = 512 << 10;  // NCCL's message size, striped over both NICs
   std::vector<std::vector<uint64_t>> out(kDepth, std::vector<uint64_t>(n / 8)), in(kDepth, std::vector<uint64_t>(n / 8));
@@ -99,6 +109,9 @@ TEST(NetTransport, LongStreamReusesRequestsWithoutLosingMessages) {
   EXPECT_EQ(wrong, 0);
   EXPECT_NE(h.a->stats(h.p.send).bytes_on_nic[1], 0u);
 }
+
+TEST(NetTransport, LongStreamReusesRequestsWithoutLosingMessages) { long_stream(1); }
+TEST(NetTransport, LongStreamOverTwoLanesPerNic) { long_stream(2); }
 
 TEST(NetTransport, TooManyInFlightIsPostedAgainLater) {
   ConnectedHosts h(1, 0, 0);

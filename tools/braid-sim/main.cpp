@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "alltoallv.h"
+#include "fuselink.h"
 #include "common/result.h"
 #include "common/sizes.h"
 #include "common/types.h"
@@ -54,8 +55,22 @@ int main(int argc, char** argv) {
   alltoallv->add_option("--threshold", a2av.threshold, "flows below this size go direct");
   alltoallv->add_option("--seed", a2av.seed, "seed of the random matrices");
   alltoallv->add_flag("--pair", a2av.pair, "one pair's bandwidth with 0, 1, 2, ... relay paths");
+  sim::FuseLinkArgs fl;
+  CLI::App* fuselink = app.add_subcommand(
+      "fuselink", "FuseLink's NIC choice against one NIC per GPU between two servers (flow-level model)");
+  fuselink->add_option("--topo,-t", fl.topo, "bundled topology name or JSON file (two servers)");
+  fuselink->add_option("--scenario,-s", fl.scenarios, "balanced, hot:K, zipf:S, random, tp:T:A");
+  fuselink->add_option("--bytes,-b", fl.bytes, "bytes per sending GPU (the mean for zipf and random)");
+  fuselink->add_option("--relay-efficiency", fl.relay_efficiency, "share of NVLink capacity a relayed byte gets");
+  fuselink->add_flag("--single", fl.single, "one GPU's bandwidth over 1..8 NICs");
+  fuselink->add_flag("--serving", fl.serving, "KV-cache moves arriving at random, P50/P99 per TP degree");
+  fuselink->add_option("--load", fl.load, "serving: NIC load with one NIC per GPU, (0, 1)");
+  fuselink->add_option("--kv-bytes", fl.kv_bytes, "serving: mean KV cache per request");
+  fuselink->add_option("--requests", fl.requests, "serving: requests per instance");
+  fuselink->add_option("--seed", fl.seed, "seed of the random scenarios");
   CLI11_PARSE(app, argc, argv);
   if (alltoallv->parsed()) return sim::run_alltoallv(a2av);
+  if (fuselink->parsed()) return sim::run_fuselink(fl);
 
   topo::Topology t;
   if (topo::load_topology(topo_name, &t) != Result::Success) {
