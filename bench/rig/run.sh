@@ -32,6 +32,11 @@
 #                  NICs, each without and with a competing socket loop on nic0 (gpubundle/net_bench);
 #                  falls back to loopback (said NOT FAIR) where namespaces are refused; its own budget
 #                  COMPETE_BUDGET (270 s); bench/rig/compete_table.py prints the ratios (docs/NET.md)
+#   gpus N         real GPUs, one per rank, on a machine with N or more: nccl-tests -t N -g 1, -g N
+#                  (braid with and without BRAID_SPLIT_GROUPS), one process per GPU (every
+#                  collective; alltoall and sendrecv also with BRAID_ROUTE_EXCHANGES=1), -p 1, -G 1,
+#                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
+#                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -146,8 +151,9 @@ launch() {
   L=(mpiexec -n "$n")
   [[ $how == braid ]] && L+=(-genv LD_PRELOAD "$braid_so")
   while (($# >= 2)); do L+=(-genv "$1" "$2"); shift 2; done
-  L+=("$wrap" "${unbuf[@]}")
+  L+=(${rank_wrap[@]+"${rank_wrap[@]}"} "${unbuf[@]}")
 }
+rank_wrap=("$wrap")
 
 # nccl-tests, every type and operator, through braid. -w 0: nccl-tests' warm-up walks every size
 # from -b to -e in steps of 2 whatever -f says; each row still starts with an untimed call of its
@@ -294,6 +300,50 @@ suite_compete() {
   return 0
 }
 
+# Real GPUs, one per rank (no rig wrapper: a machine with N GPUs or more), in nccl-tests' launch
+# modes: -t N -g 1 (one process, a thread per GPU: its default), -g N (one thread driving all GPUs
+# through groups; braid with and without BRAID_SPLIT_GROUPS), one process per GPU (MPI, as torchrun
+# does), -t N -p 1, -G 1, and -d all -o all at a size below and one above braid's split threshold.
+# -c 1, 1K to RIG_GPUS_MAX (1G), plain NCCL beside braid for nccl-tests' busbw;
+# bench/rig/busbw_table.py prints them side by side with the ratios (logs in $OUT/gpus/).
+suite_gpus() {
+  local n=$1 c have sizes=(-b 1K -e "${RIG_GPUS_MAX:-1G}" -f 4 -n 5 -w 2 -c 1 -T 60)
+  have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if ((have < n)); then say "SKIPPED gpus $n: $have GPUs here"; return 0; fi
+  local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
+  # gpus_run VARIANT MODE COLL PROCS [VAR VALUE]... -- nccl-tests flags
+  gpus_run() {
+    local variant=$1 mode=$2 coll=$3 procs=$4; shift 4
+    local env=()
+    while (($#)) && [[ $1 != -- ]]; do env+=("$1"); shift; done
+    shift
+    launch "${variant%%-*}" "$procs" ${env[@]+"${env[@]}"}
+    run "$OUT/gpus/${variant}_${mode}_${coll}.log" 120 "${L[@]}" "$nt/${coll}_perf" "$@"
+  }
+  for c in all_reduce all_gather reduce_scatter broadcast; do
+    [[ $c == all_reduce || $c == all_gather ]] && gpus_run plain t$n $c 1 -- "${sizes[@]}" -t "$n" -g 1
+    gpus_run braid t$n $c 1 -- "${sizes[@]}" -t "$n" -g 1
+  done
+  for c in all_reduce all_gather reduce_scatter; do
+    gpus_run plain g$n $c 1 -- "${sizes[@]}" -g "$n"
+    gpus_run braid g$n $c 1 -- "${sizes[@]}" -g "$n"
+    gpus_run braid-groups g$n $c 1 BRAID_SPLIT_GROUPS 1 -- "${sizes[@]}" -g "$n"
+  done
+  for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
+    gpus_run plain mpi $c "$n" -- "${sizes[@]}"
+    gpus_run braid mpi $c "$n" -- "${sizes[@]}"
+    [[ $c == alltoall || $c == sendrecv ]] && gpus_run braid-route mpi $c "$n" BRAID_ROUTE_EXCHANGES 1 BRAID_DEBUG INFO -- "${sizes[@]}"
+  done
+  gpus_run braid t$n-p1 all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1 -p 1
+  gpus_run braid mpi-graph all_reduce "$n" -- "${sizes[@]}" -G 1
+  for c in all_reduce reduce_scatter; do
+    gpus_run braid mpi-dall $c "$n" -- -d all -o all -b 4M -e 256M -f 64 -n 1 -w 0 -c 1 -T 60
+  done
+  rank_wrap=("${saved_wrap[@]}")
+  python3 "$root/bench/rig/busbw_table.py" "$OUT/gpus" > "$OUT/busbw_table.txt"
+  cat "$OUT/busbw_table.txt" >> "$rig_summary"
+}
+
 args=("$@")
 [[ ${#args[@]} -eq 1 && ${args[0]} == all ]] && args=(correctness 2 dying 2 hosttime 2 fuzz correctness 4 dying 4)
 ((${#args[@]})) || { echo "usage: bash bench/rig/run.sh SUITE [N] ... (see the header)"; exit 2; }
@@ -312,6 +362,7 @@ while ((i < ${#args[@]})); do
     modes) suite_modes "$n" ;;
     net) suite_net "$n" ;;
     compete) suite_compete "$n" ;;
+    gpus) suite_gpus "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -320,7 +371,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net compete 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net compete gpus 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

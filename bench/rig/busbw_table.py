@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The gpus suite's logs side by side (bench/rig/run.sh gpus N): per launch mode, collective and
+size, nccl-tests' out-of-place busbw (GB/s) of plain NCCL and of each braid variant, each braid
+variant's ratio to plain NCCL in the same call, and the #wrong of every log. Logs are named
+<variant>_<mode>_<collective>.log, the variant "plain" or starting with "braid", neither it
+nor the mode holding an underscore. Exit code 1 when a
+braid log has wrong rows, failed, timed out or printed no rows."""
+import collections
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import summarize  # noqa: E402  (the rig's own log reader)
+
+LOG = re.compile(r"^(?P<variant>plain|braid[a-z0-9-]*)_(?P<mode>[a-z0-9-]+)_(?P<coll>[a-z_]+)\.log$")
+
+
+def read(folder):
+    table = collections.defaultdict(dict)  # (mode, coll) -> variant -> {size: busbw}
+    wrong, failed = collections.Counter(), []
+    for name in sorted(os.listdir(folder)):
+        m = LOG.match(name)
+        if not m:
+            continue
+        log = summarize.Log(os.path.join(folder, name))
+        parsed = summarize.parse_nccl_tests(log)
+        sizes = {}
+        for row in parsed["rows"]:
+            try:
+                sizes.setdefault(int(row[0]), float(row[7]))  # -d all: the first type's row
+            except (ValueError, IndexError):
+                pass
+        key = (m["mode"], m["coll"])
+        table[key][m["variant"]] = sizes
+        wrong[(key, m["variant"])] += len(parsed["wrong"])
+        if log.rc not in (None, 0) or log.timed_out or not parsed["rows"]:
+            failed.append((m["variant"], f"{name}: rc={log.rc}{' TIMEOUT' if log.timed_out else ''}, "
+                                         f"{len(parsed['rows'])} rows"))
+    return table, wrong, failed
+
+
+def main(argv):
+    folder = argv[0] if argv else "."
+    table, wrong, failed = read(folder)
+    out = []
+    for (mode, coll), by_variant in sorted(table.items()):
+        variants = (["plain"] if "plain" in by_variant else []) + sorted(v for v in by_variant if v != "plain")
+        braids = [v for v in variants if v != "plain" and "plain" in by_variant]
+        out.append(f"== {coll}, {mode}: out-of-place busbw (GB/s); ratios against plain NCCL in the same call")
+        out.append("  {:>12} ".format("size") + " ".join(f"{v[:18]:>18}" for v in variants)
+                   + "".join(f" {(v + '/plain')[:22]:>22}" for v in braids))
+        out.append("  {:>12} ".format("#wrong") + " ".join(f"{wrong[((mode, coll), v)]:>18}" for v in variants))
+        for s in sorted({s for v in variants for s in by_variant[v]}):
+            line = "  {:>12} ".format(s) + " ".join(
+                f"{by_variant[v][s]:>18.2f}" if s in by_variant[v] else f"{'-':>18}" for v in variants)
+            for v in braids:
+                x, y = by_variant[v].get(s), by_variant["plain"].get(s)
+                line += f" {x / y:>22.2f}" if x and y else f" {'-':>22}"
+            out.append(line)
+    for variant, text in failed:
+        out.append(("  FAILED: " if variant != "plain" else "  failed (plain NCCL): ") + text)
+    print("\n".join(out) if out else "no logs")
+    bad = sum(n for (_, v), n in wrong.items() if v != "plain") + sum(1 for v, _ in failed if v != "plain")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Tests of bench/rig/busbw_table.py on synthetic gpus-suite logs (nccl-tests' formats, from
+test_summarize.py). No GPU needed:  python3 bench/rig/test_busbw_table.py"""
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import busbw_table  # noqa: E402
+from test_summarize import CMD, START, footer, header, run_sh, table  # noqa: E402
+
+
+def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0):
+    body = table([(1024, "float", "sum", (0, 0)), (1 << 20, "float", "sum", (wrong, 0))]) if rows else ""
+    # The synthetic rows print busbw 1.50; `scale` rewrites it so ratios differ from 1.
+    body = body.replace("  1.50  ", f"  {1.5 * scale:4.2f}  ")
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(run_sh(CMD, START + header() + body + footer(), rc))
+
+
+def run(folder):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = busbw_table.main([folder])
+    return rc, out.getvalue()
+
+
+class BusbwTableTest(unittest.TestCase):
+    def test_ratios_against_plain_per_mode(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "plain_mpi_all_reduce.log")
+            write(d, "braid_mpi_all_reduce.log", scale=2.0)
+            write(d, "braid-groups_g2_all_reduce.log")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("== all_reduce, mpi", text)
+            self.assertIn("== all_reduce, g2", text)
+            row = [l for l in text.splitlines() if l.strip().startswith("1048576")][1].split()
+            self.assertEqual(row[1:], ["1.50", "3.00", "2.00"])  # plain, braid, braid/plain
+
+    def test_a_mode_name_with_a_dash_and_a_collective_with_underscores(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "braid_t2-p1_reduce_scatter.log")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("== reduce_scatter, t2-p1", text)
+
+    def test_braid_failures_fail_plain_ones_are_only_said(self):
+        cases = {"wrong rows": dict(wrong=3), "timeout": dict(rc=124), "no rows": dict(rows=False)}
+        for what, fault in cases.items():
+            with self.subTest(what), tempfile.TemporaryDirectory() as d:
+                write(d, "braid_mpi_all_gather.log", **fault)
+                self.assertEqual(run(d)[0], 1, what)
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "plain_mpi_all_gather.log", rc=124)
+            write(d, "braid_mpi_all_gather.log")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("failed (plain NCCL)", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
