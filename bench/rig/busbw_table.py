@@ -25,12 +25,7 @@ def read(folder):
             continue
         log = summarize.Log(os.path.join(folder, name))
         parsed = summarize.parse_nccl_tests(log)
-        sizes = {}
-        for row in parsed["rows"]:
-            try:
-                sizes.setdefault(int(row[0]), float(row[7]))  # -d all: the first type's row
-            except (ValueError, IndexError):
-                pass
+        sizes = summarize.busbw_by_size(parsed)
         key = (m["mode"], m["coll"])
         table[key][m["variant"]] = sizes
         wrong[(key, m["variant"])] += len(parsed["wrong"])

@@ -32,12 +32,7 @@ def read(folder):
         log = summarize.Log(os.path.join(folder, name))
         parsed = summarize.parse_nccl_tests(log)
         key = (int(m["ranks"]), m["coll"])
-        sizes = {}
-        for row in parsed["rows"]:
-            try:
-                sizes[int(row[0])] = float(row[7])
-            except (ValueError, IndexError):
-                pass
+        sizes = summarize.busbw_by_size(parsed)
         table[key][m["variant"]] = sizes
         wrong[(key, m["variant"])] += len(parsed["wrong"])
         if m["variant"].startswith("braid"):

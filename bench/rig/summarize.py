@@ -148,6 +148,18 @@ def parse_nccl_tests(log):
             "time_label": time_label, "wrong_cols": wrong_cols}
 
 
+def busbw_by_size(parsed):
+    """Out-of-place busbw (GB/s) per size of parse_nccl_tests' rows; with -d all, the first
+    type's row of each size."""
+    sizes = {}
+    for row in parsed["rows"]:
+        try:
+            sizes.setdefault(int(row[0]), float(row[7]))
+        except (ValueError, IndexError):
+            pass
+    return sizes
+
+
 def summarise_nccl_tests(log, out):
     p = parse_nccl_tests(log)
     # A log without a single row checked nothing: a failure too, not a pass.
