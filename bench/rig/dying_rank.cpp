@@ -13,6 +13,11 @@
 // --abort-bound; 1 setup failed (no GPU, no peers, bad arguments); 2 abort returned but slower than
 // --abort-bound; 3 abort did not return within --abort-timeout (HANG); 4 no error within
 // --error-timeout (NO ERROR). The victim prints one line to stderr and exits 0.
+//
+// With --victim none no rank leaves: every rank runs --calls all-reduces and reports COMPLETED
+// (exit 0), or meets an error and aborts as above. With BRAID_FAULT (src/engine/faults.h) failing
+// one rank inside braid, this checks that every rank returns: all fall back together (all
+// COMPLETED) or all see the error (all OK), within the bound that BRAID_TIMEOUT sets.
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <fcntl.h>
@@ -37,7 +42,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string id_file;
   size_t bytes = 256ull << 20;
-  int victim = -1;  // default: nranks - 1
+  int victim = -1;  // default: nranks - 1; kNoVictim: nobody leaves
   int calls = 20;
   double abort_timeout = 10.0;
   double error_timeout = 30.0;
@@ -48,6 +53,7 @@ struct Options {
 };
 
 int g_rank = -1, g_nranks = -1;
+constexpr int kNoVictim = -2;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -106,7 +112,7 @@ size_t parse_size(const char* s) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: dying_rank --id-file PATH [--bytes 256M] [--victim R] [--calls 20]\n"
+               "usage: dying_rank --id-file PATH [--bytes 256M] [--victim R|none] [--calls 20]\n"
                "                  [--abort-timeout 10] [--error-timeout 30] [--abort-bound 2.0]\n"
                "                  [--id-timeout 60] [--init-timeout 120] [--device 0]\n"
                "rank from PMI_RANK (or OMPI_COMM_WORLD_RANK, RANK), size from PMI_SIZE (or\n"
@@ -126,7 +132,10 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--id-file") o.id_file = next();
     else if (a == "--bytes") o.bytes = parse_size(next());
-    else if (a == "--victim") o.victim = std::atoi(next());
+    else if (a == "--victim") {
+      const std::string v = next();
+      o.victim = v == "none" ? kNoVictim : std::atoi(v.c_str());
+    }
     else if (a == "--calls") o.calls = std::atoi(next());
     else if (a == "--abort-timeout") o.abort_timeout = std::atof(next());
     else if (a == "--error-timeout") o.error_timeout = std::atof(next());
@@ -207,7 +216,7 @@ int main(int argc, char** argv) {
   if (g_rank < 0 || g_nranks < 2 || g_rank >= g_nranks)
     setup_error("needs PMI_RANK and PMI_SIZE (2 ranks or more); got rank " + std::to_string(g_rank) +
                 " of " + std::to_string(g_nranks));
-  const int victim = opt.victim >= 0 ? opt.victim : g_nranks - 1;
+  const int victim = opt.victim == kNoVictim ? kNoVictim : opt.victim >= 0 ? opt.victim : g_nranks - 1;
   if (victim >= g_nranks) setup_error("--victim " + std::to_string(victim) + " is not a rank");
   const size_t count = opt.bytes / sizeof(float);
   if (count == 0) setup_error("--bytes too small");
@@ -266,6 +275,21 @@ int main(int argc, char** argv) {
   std::string cuda_error;
   bool from_enqueue = false;
   while (error == ncclSuccess) {
+    if (victim == kNoVictim && calls_done >= opt.calls) {
+      error_seen = true;  // stops the watchdog
+      // Leave together: a rank that exits while a peer still waits for its last call would be a
+      // dying rank to that peer.
+      const std::string done = opt.id_file + ".done.";
+      if (FILE* f = std::fopen((done + std::to_string(g_rank)).c_str(), "w")) std::fclose(f);
+      const auto wait_start = Clock::now();
+      for (int r = 0; r < g_nranks; ++r)
+        while (access((done + std::to_string(r)).c_str(), F_OK) != 0 && seconds_since(wait_start) < opt.error_timeout)
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::printf("{\"rank\": %d, \"nranks\": %d, \"result\": \"COMPLETED\", \"victim\": null, \"calls_done\": %d}\n",
+                  g_rank, g_nranks, calls_done);
+      std::fflush(stdout);
+      _exit(0);
+    }
     if (g_rank == victim && calls_done >= opt.calls) {
       const double t = wall_now();
       if (FILE* f = std::fopen(death_file.c_str(), "w")) {

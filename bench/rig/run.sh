@@ -11,6 +11,9 @@
 #                  plus, once per run, plain NCCL at N=2 up to 4M as the baseline
 #   dying N        bench/rig/dying_rank.cpp, 256 MB: the last rank leaves after 20 all-reduces; time
 #                  to the error and to abort, plain and through braid
+#   faults N       BRAID_FAULT at each step of braid's setup and run (segments, register, barrier,
+#                  d2h, h2d, copy, reduce; two of them mid-run) on the last rank, under
+#                  dying_rank --victim none with BRAID_TIMEOUT=5: every rank returns, the same way
 #   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
 #   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
 #                  alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over rounds compared
@@ -229,6 +232,22 @@ suite_dying() {
   done
 }
 
+# A failure injected inside braid (BRAID_FAULT=step@rank[#pass], src/engine/faults.h) at each step
+# of setting up and running its share, on the last rank: dying_rank --victim none, 16 MB calls
+# (split on the rig), BRAID_TIMEOUT=5 the configured bound. Every rank must return the same way:
+# all fall back and complete the calls, or all see the error and abort within the bound.
+suite_faults() {
+  local n=$1 fault d
+  for fault in segments register barrier d2h h2d copy reduce d2h@$((n - 1))#40 reduce@$((n - 1))#40; do
+    [[ $fault == *@* ]] || fault=$fault@$((n - 1))
+    d=$(mktemp -d /tmp/rig-faults.XXXXXX)
+    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}"
+    run "$OUT/faults/braid_n${n}_${fault//[@#]/-}.log" 90 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --victim none \
+      --bytes 16M --calls 30 --error-timeout 30 --abort-timeout 10 --abort-bound 3.0
+    rm -rf "$d"
+  done
+}
+
 suite_fuzz() {
   if [[ -z ${FUZZ_BIN:-} ]]; then
     mkdir -p "$OUT/fuzz"
@@ -358,6 +377,7 @@ while ((i < ${#args[@]})); do
     correctness) suite_correctness "$n" ;;
     dying) suite_dying "$n" ;;
     fuzz) suite_fuzz ;;
+    faults) suite_faults "$n" ;;
     hosttime) suite_hosttime "$n" ;;
     modes) suite_modes "$n" ;;
     net) suite_net "$n" ;;
@@ -371,7 +391,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying fuzz hosttime modes net compete gpus 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

@@ -177,6 +177,20 @@ class SummarizeTest(unittest.TestCase):
         bad, lines = self.check("braid_n3.log", run_sh(cmd, ok))  # one survivor missing
         self.assertTrue(bad)
 
+    def test_injected_fault_every_rank_returns_the_same_way(self):
+        done = '{"rank": %d, "nranks": 2, "result": "COMPLETED", "victim": null, "calls_done": 30}\n'
+        err = ('{"rank": %d, "nranks": 2, "result": "OK", "victim": -2, "calls_done": 3, "error_code": 3, '
+               '"error_from": "async", "error_string": "internal error", "last_error": "injected", '
+               '"seconds_to_error": 0.1, "seconds_since_last_completion": 0.1, "seconds_since_victim_exit": null, '
+               '"abort_seconds": 0.2, "abort_result": 0, "abort_bound": 2.000}\n')
+        cmd = "mpiexec -n 2 /x/one-gpu-rank.sh /tmp/rig/dying_rank --id-file /tmp/d/id --victim none"
+        for text, fails in ((done % 0 + done % 1, False), (err % 0 + err % 1, False),
+                            (done % 0 + err % 1, True),  # one fell back, the other failed
+                            (err % 0, True),  # a rank never reported
+                            (err % 0 + err.replace('"OK"', '"HANG"') % 1, True)):
+            bad, lines = self.check("braid_n2_d2h.log", run_sh(cmd, text))
+            self.assertEqual(bad, fails, lines)
+
     def test_skipped(self):
         bad, lines = self.check("braid_n4_reduce.log", f"# command: {CMD}\n# SKIPPED: 12s of the run's 540s budget left\n")
         self.assertFalse(bad)
