@@ -49,28 +49,13 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Ends the test binary if a case outlives its bound (a hang must fail, not stall CI).
+// Ends the test binary if a case outlives its bound (a hang must fail, not stall CI). An alarm,
+// not a watchdog thread: ranks are forked from this process, and ThreadSanitizer refuses threads
+// in a child forked from a multi-threaded parent. A forked child does not inherit the alarm.
 class HangGuard {
  public:
-  explicit HangGuard(double seconds)
-      : thread_([this, seconds] {
-          const auto t0 = std::chrono::steady_clock::now();
-          while (!done_.load()) {
-            if (since(t0) > seconds) {
-              std::fprintf(stderr, "progress_lane_test: hung for %.0f s\n", seconds);
-              std::_Exit(3);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-          }
-        }) {}
-  ~HangGuard() {
-    done_.store(true);
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
+  explicit HangGuard(unsigned seconds) { alarm(seconds); }
+  ~HangGuard() { alarm(0); }
 };
 
 // Rank r's input element i of call `call`: small, so int32 sums over ranks are exact.
@@ -115,8 +100,10 @@ class CpuLaneSteps final : public LaneSteps {
     if (!job.ledger.timed) return Result::Success;
     if (fault == LaneFault::BeforeTimes && job.ledger.call == fault_call)
       return fail(Result::InternalError, "rank %d: failure injected at step 'times'", comm_.rank());
-    // No NVLink path runs here: a time proportional to its share stands in for NCCL's.
-    const uint64_t mine[2] = {job.ledger.dedicated_elements, static_cast<uint64_t>(pcie_seconds * 1e9)};
+    // No NVLink path runs here: a time proportional to its share stands in for NCCL's (a pace of
+    // the engine's order on this device, so a learning balancer keeps moving the cut).
+    const uint64_t mine[2] = {job.ledger.dedicated_elements * kNvlinkNanosecondsPerElement,
+                              static_cast<uint64_t>(pcie_seconds * 1e9)};
     std::vector<uint64_t> all;
     BRAID_TRY(comm_.exchange(mine, &all));
     seconds->resize(all.size());
@@ -131,6 +118,7 @@ class CpuLaneSteps final : public LaneSteps {
   void abort_transfers() override { comm_.abort(); }
 
   static constexpr int kPcieStream = device::kQueueD2H;
+  static constexpr uint64_t kNvlinkNanosecondsPerElement = 100;
 
  private:
   engine::Communicator& comm_;
@@ -225,7 +213,8 @@ struct Workload {
   Workload(int ranks, int n, int rank) : nranks(ranks), calls(n) {
     for (int k = 0; k < calls; ++k) {
       const Collective c = k % 3 == 2 ? Collective::AllGather : Collective::AllReduce;
-      const size_t count = 4096 + 1024 * static_cast<size_t>(k % 4) + static_cast<size_t>(k % 5);  // odd counts too
+      // Odd counts too; large enough that FlexLink's first share (1/8) survives the 4 KiB cut.
+      const size_t count = 32768 + 1024 * static_cast<size_t>(k % 4) + static_cast<size_t>(k % 5);
       collectives.push_back(c);
       counts.push_back(count);
       std::vector<int32_t> s(count);
