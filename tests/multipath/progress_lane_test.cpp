@@ -539,5 +539,139 @@ TEST(ProgressLane, OneThreadDrivesEveryRankInGroups) {
   comms.clear();
 }
 
+
+// ---- the lane alone (no engine): its own rules ----
+
+namespace alone {
+
+// Steps that run nothing: each share takes the times given, optionally held at a gate or failing.
+class FakeSteps final : public LaneSteps {
+ public:
+  std::atomic<bool> gate_open{true};
+  uint64_t fail_call = 0;
+  std::atomic<int> shares_run{0}, releases{0}, afters{0}, aborts{0};
+  std::atomic<std::thread::id> share_thread{};
+
+  Result run_share(LaneJob& job, std::vector<double>* seconds) override {
+    while (!gate_open.load() && aborts.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    share_thread.store(std::this_thread::get_id());
+    shares_run.fetch_add(1);
+    if (job.ledger.call == fail_call) return fail(Result::SystemError, "share %llu broke", static_cast<unsigned long long>(fail_call));
+    if (job.ledger.timed) *seconds = {1e-3, 1e-3};  // one rank: NVLink path, PCIe path
+    return Result::Success;
+  }
+  void release_waiters() override { releases.fetch_add(1); }
+  void after(LaneJob&) override { afters.fetch_add(1); }
+  void abort_transfers() override { aborts.fetch_add(1); }
+};
+
+std::unique_ptr<SplitLedger> one_rank_ledger(uint64_t lag) {
+  std::unique_ptr<balance::Balancer> b;
+  EXPECT_EQ(balance::make_balancer("static", 2, 0.5, &b), Result::Success);
+  // Calls of 64 KiB and more are split; smaller ones go to the NVLink path alone.
+  return std::make_unique<SplitLedger>(std::make_unique<balance::SplitTable>(std::move(b), size_t{64} << 10), 1, lag,
+                                       kAlignBytes);
+}
+
+std::unique_ptr<LaneJob> next_job(SplitLedger& ledger, size_t count) {
+  auto job = std::make_unique<LaneJob>();
+  EXPECT_EQ(ledger.next(Collective::AllReduce, DataType::Float32, count * 4, count, &job->ledger), Result::Success);
+  return job;
+}
+
+ProgressLane::Applied recorder(std::vector<uint64_t>* order) {
+  return [order](LaneJob& job, const std::vector<double>&, double) { order->push_back(job.ledger.call); };
+}
+
+// Call 2 (NVLink alone) settles at once, while call 1's share is held: the table still takes
+// them in call order, waiting for call 1.
+TEST(ProgressLaneAlone, AppliesSettledCallsInCallOrder) {
+  HangGuard guard(60);
+  auto ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  steps.gate_open.store(false);
+  ProgressLane lane(&steps, ledger.get(), true);
+  auto first = next_job(*ledger, 1 << 20);
+  ASSERT_TRUE(first->runs_on_lane());
+  lane.submit(std::move(first));
+  auto second = next_job(*ledger, 1000);
+  ASSERT_FALSE(second->runs_on_lane());
+  lane.settle_at_once(std::move(second));
+  lane.submit(next_job(*ledger, 1 << 20));
+  std::vector<uint64_t> order;
+  lane.apply_ready(recorder(&order));
+  EXPECT_TRUE(order.empty()) << "call 2 was applied before call 1";
+  steps.gate_open.store(true);
+  ASSERT_EQ(lane.apply_through(3, true, recorder(&order)), Result::Success) << last_error();
+  EXPECT_EQ(order, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(ledger->applied(), 3u);
+  EXPECT_EQ(steps.afters.load(), 2);
+  EXPECT_EQ(lane.submitted(), 2u);
+  EXPECT_EQ(lane.finished(), 2u);
+}
+
+// BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.
+TEST(ProgressLaneAlone, WithoutAThreadTheShareRunsOnTheCaller) {
+  auto ledger = one_rank_ledger(1);
+  FakeSteps steps;
+  ProgressLane lane(&steps, ledger.get(), false);
+  EXPECT_FALSE(lane.async());
+  lane.submit(next_job(*ledger, 1 << 20));
+  EXPECT_EQ(lane.finished(), 1u);
+  EXPECT_EQ(steps.share_thread.load(), std::this_thread::get_id());
+  std::vector<uint64_t> order;
+  ASSERT_EQ(lane.apply_through(1, false, recorder(&order)), Result::Success);
+  EXPECT_EQ(order, (std::vector<uint64_t>{1}));
+}
+
+// A failed share: its waiters are released, later shares are not run (but their waiters are
+// released too), and the failure with its text reaches whoever waits for a settled call.
+TEST(ProgressLaneAlone, AFailureFailsLaterCallsAndReleasesTheirWaiters) {
+  HangGuard guard(60);
+  auto ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  steps.fail_call = 1;
+  ProgressLane lane(&steps, ledger.get(), true);
+  lane.submit(next_job(*ledger, 1 << 20));
+  lane.submit(next_job(*ledger, 1 << 20));
+  std::vector<uint64_t> order;
+  EXPECT_EQ(lane.apply_through(2, true, recorder(&order)), Result::SystemError);
+  EXPECT_NE(std::string(last_error()).find("share 1 broke"), std::string::npos) << last_error();
+  lane.stop();
+  lane.stop();  // twice is harmless
+  EXPECT_TRUE(order.empty());
+  EXPECT_EQ(steps.shares_run.load(), 1);
+  EXPECT_EQ(steps.releases.load(), 2);
+  EXPECT_EQ(steps.afters.load(), 2);
+  std::string text;
+  EXPECT_EQ(lane.failure(&text), Result::SystemError);
+  EXPECT_NE(text.find("share 1 broke"), std::string::npos) << text;
+}
+
+// Abort from another thread ends a wait for a call that cannot settle, and stops the transfers.
+TEST(ProgressLaneAlone, AbortEndsTheWaitForASettledCall) {
+  HangGuard guard(60);
+  auto ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  steps.gate_open.store(false);  // the share never ends on its own
+  ProgressLane lane(&steps, ledger.get(), true);
+  lane.submit(next_job(*ledger, 1 << 20));
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    lane.abort();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint64_t> order;
+  EXPECT_EQ(lane.apply_through(1, true, recorder(&order)), Result::RemoteError);
+  EXPECT_LT(since(t0), 5.0);
+  aborter.join();
+  EXPECT_EQ(steps.aborts.load(), 1);
+  std::string text;
+  EXPECT_EQ(lane.failure(&text), Result::RemoteError);
+  EXPECT_NE(text.find("aborted"), std::string::npos) << text;
+}
+
+}  // namespace alone
+
 }  // namespace
 }  // namespace braid::multipath
