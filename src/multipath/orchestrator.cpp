@@ -23,8 +23,6 @@ namespace braid::multipath {
 
 namespace {
 
-// How long the progress thread spins for the next job before it sleeps.
-constexpr int kProgressSpinMicroseconds = 200;
 // Event sets made ahead for split calls in flight, and the pool's low mark below which the
 // progress thread makes that many more.
 constexpr size_t kEventsAhead = 32;
@@ -106,9 +104,9 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
     min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
   }
-  o->async_ = settings().async;
+  const bool async = settings().async;
   // Without the progress thread every earlier call is settled already: no lag is needed.
-  const auto lag = o->async_ ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
+  const auto lag = async ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
   o->ledger_ = std::make_unique<SplitLedger>(
       std::make_unique<balance::SplitTable>(std::move(balancer), static_cast<size_t>(std::max<int64_t>(min_bytes, 1))),
       o->nranks_, lag, kSplitAlignBytes);
@@ -133,7 +131,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   cudaSetDevice(o->device_);
   if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
   cudaSetDevice(previous);
-  if (o->async_) o->progress_ = std::thread([raw = o.get()] { raw->progress_loop(); });
+  o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async);
   *out = std::move(o);
   return Result::Success;
 }
@@ -143,27 +141,22 @@ void Orchestrator::use_balancer(std::unique_ptr<balance::Balancer> balancer) {
 }
 
 void Orchestrator::abort() {
-  record_failure(fail(Result::RemoteError, "multipath: the communicator was aborted"));
+  if (lane_) lane_->abort();  // made last in create(): before it, nothing runs to abort
+}
+
+void Orchestrator::abort_transfers() {
   if (braid_ != nullptr && braid_->engine) braid_->engine->abort();
 }
 
 Orchestrator::~Orchestrator() {
-  // The progress thread runs what is queued (callers' streams wait for it), then ends.
-  if (progress_.joinable()) {
-    {
-      std::lock_guard lock(jobs_mutex_);
-      stop_ = true;
-    }
-    jobs_cv_.notify_all();
-    progress_.join();
-  }
-  // What the progress thread settled goes into the table (and the trace) in call order; calls
-  // it could not settle are dropped: settling meets the other ranks, which may be gone already.
-  for (;;) {
-    std::unique_lock lock(settled_mutex_);
-    if (!ledger_ || settled_.count(ledger_->applied() + 1) == 0) break;
-    lock.unlock();
-    if (apply_settled(ledger_->applied() + 1, true) != Result::Success) break;
+  if (lane_) {
+    // The progress thread runs what is queued (callers' streams wait for it), then ends. What it
+    // settled goes into the table (and the trace) in call order; calls it could not settle are
+    // dropped: settling meets the other ranks, which may be gone already.
+    lane_->stop();
+    lane_->apply_ready([this](LaneJob& job, const std::vector<double>& seconds, double next_share) {
+      record_applied(job, seconds, next_share);
+    });
   }
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
@@ -243,25 +236,7 @@ Result Orchestrator::nvlink_share(const ShareCall& share, ShareRange range, cuda
 
 // ---- the calling thread ----
 
-Result Orchestrator::failure(std::string* text) const {
-  const auto r = static_cast<Result>(failed_.load());
-  if (r != Result::Success && text != nullptr) {
-    std::lock_guard lock(settled_mutex_);
-    *text = failed_text_;
-  }
-  return r;
-}
-
-void Orchestrator::record_failure(Result r) {
-  if (r == Result::Success) return;
-  {
-    std::lock_guard lock(settled_mutex_);
-    if (failed_.load() != 0) return;
-    failed_text_ = last_error();
-    failed_.store(static_cast<int>(r));
-  }
-  settled_cv_.notify_all();
-}
+Result Orchestrator::failure(std::string* text) const { return lane_ ? lane_->failure(text) : Result::Success; }
 
 Result Orchestrator::resolve_op(const SplitCall& call, Job* job) const {
   job->share = share_of(call);  // built-in operators have the same values as braid's
@@ -332,61 +307,31 @@ void Orchestrator::give_back_events(const CallEvents& events) {
   free_events_.push_back(events);
 }
 
-void Orchestrator::enqueue(Job job) {
-  bool sleeping = false;
-  {
-    std::lock_guard lock(jobs_mutex_);
-    jobs_.push_back(std::move(job));
-    sleeping = progress_sleeping_;
-  }
-  queued_.fetch_add(1, std::memory_order_release);
-  // A wake-up is a system call (microseconds): only when the progress thread went to sleep.
-  if (sleeping) jobs_cv_.notify_one();
-}
-
-// A call NCCL alone carried is settled at once, by the calling thread: its record meets no other
-// rank (only calls with a PCIe share exchange times), so the progress thread is not woken for it.
-void Orchestrator::settle_nccl_only(const Job& job) {
-  Settled settled;
-  nccl_only_times(job, &settled);
-  {
-    std::lock_guard lock(settled_mutex_);
-    settled_.emplace(job.record.call, std::move(settled));
-  }
-  settled_cv_.notify_all();
-}
-
-void Orchestrator::nccl_only_times(const Job& job, Settled* settled) const {
-  settled->record = job.record;
-  settled->ledger = job.ledger;  // the ledger knows what a call NCCL carried alone teaches
-}
-
 Result Orchestrator::apply_settled(uint64_t call, bool beyond_lag) {
-  while (ledger_->applied() < call) {
-    Settled s;
-    {
-      std::unique_lock lock(settled_mutex_);
-      const uint64_t next = ledger_->applied() + 1;
-      settled_cv_.wait(lock, [&] { return settled_.count(next) > 0 || failed_.load() != 0; });
-      auto it = settled_.find(next);
-      if (it == settled_.end())
-        return fail(static_cast<Result>(failed_.load()),
-                    "multipath: braid's PCIe path failed earlier on this communicator: %s", failed_text_.c_str());
-      s = std::move(it->second);
-      settled_.erase(it);
+  return lane_->apply_through(call, beyond_lag, [this](LaneJob& job, const std::vector<double>& seconds, double next_share) {
+    record_applied(job, seconds, next_share);
+  });
+}
+
+void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& seconds, double next_share) {
+  SplitRecord& r = static_cast<Job&>(job).record;
+  r.next_pcie_share = next_share;
+  if (!seconds.empty()) {
+    // A timed call: the slowest rank's time of each path.
+    r.timed = true;
+    for (size_t q = 0; 2 * q + 1 < seconds.size(); ++q) {
+      r.nccl_seconds = std::max(r.nccl_seconds, seconds[2 * q]);
+      r.pcie_seconds = std::max(r.pcie_seconds, seconds[2 * q + 1]);
     }
-    SplitRecord& r = s.record;
-    const DataType type = static_cast<DataType>(r.what.type);
-    BRAID_TRY(ledger_->apply(s.ledger, s.observed ? s.seconds : std::vector<double>{}, &r.next_pcie_share, beyond_lag));
-    BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
-               std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
-               op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
-               r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
-               r.pcie_seconds * 1e3, r.next_pcie_share);
-    trace(r);
-    if (keep_history_) history_.push_back(r);
   }
-  return Result::Success;
+  const DataType type = static_cast<DataType>(r.what.type);
+  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
+             std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
+             op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
+             r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
+             r.pcie_seconds * 1e3, r.next_pcie_share);
+  trace(r);
+  if (keep_history_) history_.push_back(r);
 }
 
 // apply_settled waits for each call's record in turn: nothing to wait for first.
@@ -413,52 +358,52 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
   BRAID_TRY(apply_settled(ledger_->must_apply_through()));
-  Job job;
+  auto job = std::make_unique<Job>();
   const DataType type = static_cast<DataType>(call.type);
-  job.record.what = call;
-  job.record.bytes = message_bytes(call, nranks_);
-  BRAID_TRY(ledger_->next(call.collective, type, job.record.bytes, call.count, &job.ledger));
-  const uint64_t call_number = job.ledger.call;
-  const size_t nccl_elements = job.ledger.dedicated_elements;
-  job.record.call = call_number;
-  job.record.nccl_elements = nccl_elements;
-  job.record.pcie_elements = job.ledger.pcie_elements;
+  job->record.what = call;
+  job->record.bytes = message_bytes(call, nranks_);
+  BRAID_TRY(ledger_->next(call.collective, type, job->record.bytes, call.count, &job->ledger));
+  const uint64_t call_number = job->ledger.call;
+  const size_t nccl_elements = job->ledger.dedicated_elements;
+  job->record.call = call_number;
+  job->record.nccl_elements = nccl_elements;
+  job->record.pcie_elements = job->ledger.pcie_elements;
   BRAID_TRACE(Balance, "multipath: call %llu: settled calls applied through %llu", static_cast<unsigned long long>(call_number),
               static_cast<unsigned long long>(ledger_->applied()));
   // The ledger counted this call: from here it is settled whatever happens, or every later call
-  // would wait for it.
-  if (!job.pcie()) {
+  // would wait for it. A call NCCL alone carried is settled at once, by the calling thread: its
+  // record meets no other rank (only calls with a PCIe share exchange times), so the progress
+  // thread is not woken for it.
+  if (!job->pcie()) {
     // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
     const SharePath* carrier = nullptr;
     const Result r = nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &carrier);
-    job.record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
-    if (r == Result::Success) settle_nccl_only(job);
-    else settle_failed(job);
+    job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
+    lane_->settle_at_once(std::move(job));
     return r;
   }
-  if (Result r = resolve_op(call, &job); r != Result::Success) return settle_failed(job), r;
-  if (Result r = take_events(&job.events); r != Result::Success) return settle_failed(job), r;
-  const CallEvents& e = job.events;
+  if (Result r = resolve_op(call, job.get()); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
+  if (Result r = take_events(&job->events); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
+  const CallEvents e = job->events;
   // The fork (braid's share waits for it) and NCCL's share right after it on the caller's stream:
   // both shares run at once, and the calling thread queues as little as it can.
-  Result r = cuda(cudaEventRecord(job.fork(), stream), "cudaEventRecord (fork)");
+  Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
   const SharePath* carrier = nullptr;
-  if (r == Result::Success && nccl_elements > 0) r = nvlink_share(job.share, ShareRange{0, nccl_elements}, stream, &carrier);
-  if (r == Result::Success && job.timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
+  if (r == Result::Success && nccl_elements > 0) r = nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &carrier);
+  if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   if (r != Result::Success) {
-    give_back_events(job.events);
-    settle_failed(job);
+    give_back_events(e);
+    lane_->settle_at_once(std::move(job));
     return r;
   }
-  job.record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
-  if (!async_) {
+  job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
+  if (!lane_->async()) {
     // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
-    const CallEvents events = e;
-    process(job);
+    lane_->submit(std::move(job));
     if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
-    return cuda(cudaStreamWaitEvent(stream, events.pcie_end, 0), "cudaStreamWaitEvent (join)");
+    return cuda(cudaStreamWaitEvent(stream, e.pcie_end, 0), "cudaStreamWaitEvent (join)");
   }
-  enqueue(std::move(job));
+  lane_->submit(std::move(job));
   BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
   // The join: braid's share by the completion word its progress raises (NCCL's is on the stream).
   const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
@@ -466,73 +411,18 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (w != CUDA_SUCCESS)
     r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
   if (r != Result::Success) {
-    record_failure(r);
+    lane_->record_failure(r);
     abort();
   }
   return r;
 }
 
-// A call that failed on the calling thread after the ledger counted it: settled with no times, so
-// the calls after it are not held up (the failure itself goes back to the application).
-void Orchestrator::settle_failed(const Job& job) {
-  Settled settled;
-  settled.record = job.record;
-  settled.ledger = job.ledger;
-  settled.observed = false;
-  {
-    std::lock_guard lock(settled_mutex_);
-    settled_.emplace(job.record.call, std::move(settled));
-  }
-  settled_cv_.notify_all();
-}
+// ---- the progress lane's steps ----
 
-// ---- the progress thread ----
+void Orchestrator::on_thread_start() { cudaSetDevice(device_); }
 
-void Orchestrator::progress_loop() {
-  cudaSetDevice(device_);
-  uint64_t taken = 0;
-  for (;;) {
-    // Between calls of a burst (a backward pass) the thread spins briefly, so that queueing a job
-    // costs the caller no wake-up; idle longer, it sleeps.
-    const auto idle_since = std::chrono::steady_clock::now();
-    while (queued_.load(std::memory_order_acquire) == taken &&
-           std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(kProgressSpinMicroseconds))
-      std::this_thread::yield();
-    Job job;
-    {
-      std::unique_lock lock(jobs_mutex_);
-      progress_sleeping_ = true;
-      jobs_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-      progress_sleeping_ = false;
-      if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    ++taken;
-    process(job);
-  }
-}
-
-void Orchestrator::process(Job& job) {
-  BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
-              !job.pcie() ? "NVLink path alone" : job.timed() ? "both paths, timed" : "both paths");
-  Settled settled;
-  Result r = static_cast<Result>(failed_.load());
-  if (r == Result::Success) r = run_job(job, &settled);
-  if (r != Result::Success) {
-    // Callers' streams wait for this call: release them; the failure reaches the application
-    // through later calls and ncclCommGetAsyncError.
-    record_failure(r);
-    if (job.pcie()) release_stream();
-    BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
-               "communicator fail too", static_cast<unsigned long long>(job.record.call), last_error());
-  } else {
-    {
-      std::lock_guard lock(settled_mutex_);
-      settled_.emplace(job.record.call, std::move(settled));
-    }
-    settled_cv_.notify_all();
-  }
+void Orchestrator::after(LaneJob& lane_job) {
+  const Job& job = static_cast<const Job&>(lane_job);
   if (job.pcie()) give_back_events(job.events);
   refill_events();
 }
@@ -540,26 +430,22 @@ void Orchestrator::process(Job& job) {
 // After a failure every later split call fails too, so the word goes past any call number; the
 // PCIe stream writes it too, after the earlier calls' writes it still holds, which would
 // otherwise lower it again.
-void Orchestrator::release_stream() {
-  constexpr uint64_t kReleased = uint64_t{1} << 62;
-  done_->store(kReleased);
+void Orchestrator::release_waiters() {
+  done_->store(kReleasedWord);
   cudaSetDevice(device_);
-  if (cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_, kReleased, 0) !=
+  if (cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_, kReleasedWord, 0) !=
       CUDA_SUCCESS)
     cudaGetLastError();
 }
 
-Result Orchestrator::run_job(Job& job, Settled* settled) {
-  if (!job.pcie()) {
-    nccl_only_times(job, settled);
-    return Result::Success;
-  }
-  settled->record = job.record;
-  settled->ledger = job.ledger;
-  settled->seconds.assign(static_cast<size_t>(nranks_) * 2, 0.0);
+Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) {
+  Job& job = static_cast<Job&>(lane_job);
+  BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
+              !job.pcie() ? "NVLink path alone" : job.timed() ? "both paths, timed" : "both paths");
+  if (!job.pcie()) return Result::Success;
   BRAID_TRY(pcie_share(job));
   BRAID_TRACE(Balance, "multipath: job %llu: braid's share queued to its end; settling", static_cast<unsigned long long>(job.record.call));
-  return settle(job, settled);
+  return settle(job, seconds);
 }
 
 // PCIe's share: the elements after NVLink's of every block, through braid's engine on the private
@@ -593,11 +479,8 @@ Result Orchestrator::pcie_share(Job& job) {
 
 // A call's times, once both paths ended: every rank's progress thread settles every split call
 // right after its PCIe share, so the exchanges pair up in the same order on every rank.
-Result Orchestrator::settle(const Job& job, Settled* settled) {
-  if (!job.timed()) {
-    settled->observed = false;  // nothing to exchange: the table learns from timed calls only
-    return Result::Success;
-  }
+Result Orchestrator::settle(const Job& job, std::vector<double>* seconds) {
+  if (!job.timed()) return Result::Success;  // nothing to exchange: the table learns from timed calls only
   const CallEvents& e = job.events;
   float nccl_ms = 0, pcie_ms = 0;
   BRAID_TRY(cuda(cudaEventSynchronize(e.pcie_end), "cudaEventSynchronize"));
@@ -609,13 +492,8 @@ Result Orchestrator::settle(const Job& job, Settled* settled) {
                             static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
-  settled->record.timed = true;
-  for (size_t i = 0; i < all.size() && i < settled->seconds.size(); ++i)
-    settled->seconds[i] = static_cast<double>(all[i]) * 1e-9;
-  for (int q = 0; q < nranks_; ++q) {
-    settled->record.nccl_seconds = std::max(settled->record.nccl_seconds, settled->seconds[2 * q]);
-    settled->record.pcie_seconds = std::max(settled->record.pcie_seconds, settled->seconds[2 * q + 1]);
-  }
+  seconds->assign(static_cast<size_t>(nranks_) * 2, 0.0);
+  for (size_t i = 0; i < all.size() && i < seconds->size(); ++i) (*seconds)[i] = static_cast<double>(all[i]) * 1e-9;
   return Result::Success;
 }
 

@@ -20,20 +20,18 @@
 #include <nccl.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "balance/split_table.h"
 #include "braid/braid.h"
 #include "common/result.h"
 #include "api/nccl_calls.h"
+#include "multipath/progress_lane.h"
 #include "multipath/share_path.h"
 #include "multipath/split_call.h"
 #include "multipath/split_ledger.h"
@@ -62,11 +60,13 @@ struct SplitRecord {
   double next_pcie_share = 0;
 };
 
-class Orchestrator {
+// The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
+// orchestrator gives it the GPU steps: the PCIe share on its stream, timing events, the completion word.
+class Orchestrator : private LaneSteps {
  public:
   // Collective over the NCCL communicator's ranks (all call it at the same point).
   static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out);
-  ~Orchestrator();
+  ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
 
@@ -111,9 +111,8 @@ class Orchestrator {
   };
   // One split call, as the progress thread gets it: the operator is resolved at call time (the
   // application may destroy a PreMulSum operator as soon as the call returns).
-  struct Job {
+  struct Job final : LaneJob {
     SplitRecord record;
-    LedgerCall ledger;
     CallEvents events;
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
     bool timed() const { return ledger.timed; }             // and both paths are timed
@@ -121,14 +120,6 @@ class Orchestrator {
     ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
   };
-  // A split call's per-path times, the slowest rank's, as every rank agreed them.
-  struct Settled {
-    SplitRecord record;
-    LedgerCall ledger;
-    std::vector<double> seconds;  // per rank: NVLink path, PCIe path
-    bool observed = true;         // false: not timed, the table learns nothing from it
-  };
-
   Orchestrator() = default;
   // The NVLink share `range` on the first NVLink path that carries it (braid's copy engines where
   // BRAID_NVLINK_PATH gives them this call, else NCCL); *carrier names it.
@@ -141,24 +132,23 @@ class Orchestrator {
   void refill_events();  // the progress thread's, when take_events found the pool low
   static constexpr size_t kEventsLow = 16;
   void give_back_events(const CallEvents& events);
-  void enqueue(Job job);
-  void settle_nccl_only(const Job& job);
-  void settle_failed(const Job& job);
-  void nccl_only_times(const Job& job, Settled* settled) const;
 
-  // The progress thread.
-  void progress_loop();
-  void process(Job& job);  // one job, on the progress thread (or the caller's, BRAID_ASYNC=0)
-  Result run_job(Job& job, Settled* settled);
+  // The progress lane's steps, on its thread (or the caller's, BRAID_ASYNC=0).
+  void on_thread_start() override;
+  Result run_share(LaneJob& job, std::vector<double>* seconds) override;
+  void release_waiters() override;  // raises the completion word past every call
+  void after(LaneJob& job) override;
+  void abort_transfers() override;
   Result pcie_share(Job& job);
-  Result settle(const Job& job, Settled* settled);
-  void release_stream();
-  void record_failure(Result r);
+  // Every rank's per-path times of a timed call (none for the others).
+  Result settle(const Job& job, std::vector<double>* seconds);
 
-  // The calling thread: applies settled calls to the table, in call order, through `call`.
-  // Applies settled calls through `call` (waiting for each); beyond the lag only when every rank
-  // does the same at the same call (drain, destroy).
+  // The calling thread: applies settled calls to the table, in call order, through `call`
+  // (waiting for each); beyond the lag only when every rank does the same at the same call
+  // (drain, destroy).
   Result apply_settled(uint64_t call, bool beyond_lag = false);
+  // Logs, traces and keeps (history) one applied call.
+  void record_applied(LaneJob& job, const std::vector<double>& seconds, double next_share);
   Result cuda(cudaError_t e, const char* what);
   void trace(const SplitRecord& r);
 
@@ -180,20 +170,8 @@ class Orchestrator {
   std::vector<SplitRecord> history_;
   std::FILE* trace_ = nullptr;
 
-  // Between the calling thread and the progress thread.
-  bool async_ = true;  // BRAID_ASYNC
-  std::thread progress_;
-  std::mutex jobs_mutex_;
-  std::condition_variable jobs_cv_;
-  std::deque<Job> jobs_;
-  bool stop_ = false;
-  bool progress_sleeping_ = false;     // under jobs_mutex_
-  std::atomic<uint64_t> queued_{0};  // jobs queued so far (the progress thread spins on it)
-  mutable std::mutex settled_mutex_;
-  std::condition_variable settled_cv_;
-  std::map<uint64_t, Settled> settled_;
-  std::atomic<int> failed_{0};  // the first failure of braid's share (a Result)
-  std::string failed_text_;     // under settled_mutex_
+  // Between the calling thread and the progress thread (BRAID_ASYNC=0: no thread).
+  std::unique_ptr<ProgressLane> lane_;
   std::mutex events_mutex_;
   std::vector<CallEvents> free_events_, all_events_;
   std::atomic<bool> events_low_{false};

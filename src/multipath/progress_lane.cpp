@@ -1,0 +1,161 @@
+#include "multipath/progress_lane.h"
+
+#include <chrono>
+
+#include "common/log.h"
+
+namespace braid::multipath {
+
+namespace {
+
+// How long the lane's thread spins for the next job before it sleeps.
+constexpr int kSpinMicroseconds = 200;
+
+}  // namespace
+
+ProgressLane::ProgressLane(LaneSteps* steps, SplitLedger* ledger, bool async)
+    : steps_(steps), ledger_(ledger), async_(async) {
+  if (async_) thread_ = std::thread([this] { loop(); });
+}
+
+ProgressLane::~ProgressLane() { stop(); }
+
+void ProgressLane::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(jobs_mutex_);
+    stop_ = true;
+  }
+  jobs_cv_.notify_all();
+  thread_.join();
+}
+
+void ProgressLane::submit(std::unique_ptr<LaneJob> job) {
+  if (!async_) {
+    queued_.fetch_add(1, std::memory_order_release);
+    process(std::move(job));
+    return;
+  }
+  bool sleeping = false;
+  {
+    std::lock_guard lock(jobs_mutex_);
+    jobs_.push_back(std::move(job));
+    sleeping = sleeping_;
+  }
+  queued_.fetch_add(1, std::memory_order_release);
+  // A wake-up is a system call (microseconds): only when the lane's thread went to sleep.
+  if (sleeping) jobs_cv_.notify_one();
+}
+
+void ProgressLane::settle_at_once(std::unique_ptr<LaneJob> job) { publish(std::move(job), {}); }
+
+void ProgressLane::publish(std::unique_ptr<LaneJob> job, std::vector<double> seconds) {
+  const uint64_t call = job->ledger.call;
+  {
+    std::lock_guard lock(settled_mutex_);
+    settled_.emplace(call, Settled{std::move(job), std::move(seconds)});
+  }
+  settled_cv_.notify_all();
+}
+
+void ProgressLane::loop() {
+  steps_->on_thread_start();
+  uint64_t taken = 0;
+  for (;;) {
+    // Between calls of a burst (a backward pass) the thread spins briefly, so that queueing a job
+    // costs the caller no wake-up; idle longer, it sleeps.
+    const auto idle_since = std::chrono::steady_clock::now();
+    while (queued_.load(std::memory_order_acquire) == taken &&
+           std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(kSpinMicroseconds))
+      std::this_thread::yield();
+    std::unique_ptr<LaneJob> job;
+    {
+      std::unique_lock lock(jobs_mutex_);
+      sleeping_ = true;
+      jobs_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      sleeping_ = false;
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    ++taken;
+    process(std::move(job));
+  }
+}
+
+void ProgressLane::process(std::unique_ptr<LaneJob> job) {
+  std::vector<double> seconds;
+  Result r = static_cast<Result>(failed_.load());
+  if (r == Result::Success) r = steps_->run_share(*job, &seconds);
+  if (r != Result::Success) {
+    // Callers wait for this call: release them; the failure reaches the application through later
+    // calls and failure() (ncclCommGetAsyncError). The call is never settled: applying it fails.
+    record_failure(r);
+    if (job->runs_on_lane()) steps_->release_waiters();
+    BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
+               "communicator fail too", static_cast<unsigned long long>(job->ledger.call), last_error());
+    steps_->after(*job);
+  } else {
+    steps_->after(*job);
+    publish(std::move(job), std::move(seconds));
+  }
+  finished_.fetch_add(1, std::memory_order_release);
+}
+
+Result ProgressLane::apply_through(uint64_t call, bool beyond_lag, const Applied& applied) {
+  while (ledger_->applied() < call) {
+    Settled s;
+    {
+      std::unique_lock lock(settled_mutex_);
+      const uint64_t next = ledger_->applied() + 1;
+      settled_cv_.wait(lock, [&] { return settled_.count(next) > 0 || failed_.load() != 0; });
+      auto it = settled_.find(next);
+      if (it == settled_.end())
+        return fail(static_cast<Result>(failed_.load()),
+                    "multipath: braid's PCIe path failed earlier on this communicator: %s", failed_text_.c_str());
+      s = std::move(it->second);
+      settled_.erase(it);
+    }
+    double next_share = 0;
+    BRAID_TRY(ledger_->apply(s.job->ledger, s.seconds, &next_share, beyond_lag));
+    applied(*s.job, s.seconds, next_share);
+  }
+  return Result::Success;
+}
+
+void ProgressLane::apply_ready(const Applied& applied) {
+  for (;;) {
+    {
+      std::lock_guard lock(settled_mutex_);
+      if (settled_.count(ledger_->applied() + 1) == 0) return;
+    }
+    if (apply_through(ledger_->applied() + 1, true, applied) != Result::Success) return;
+  }
+}
+
+void ProgressLane::abort() {
+  record_failure(fail(Result::RemoteError, "multipath: the communicator was aborted"));
+  steps_->abort_transfers();
+}
+
+void ProgressLane::record_failure(Result r) {
+  if (r == Result::Success) return;
+  {
+    std::lock_guard lock(settled_mutex_);
+    if (failed_.load() != 0) return;
+    failed_text_ = last_error();
+    failed_.store(static_cast<int>(r));
+  }
+  settled_cv_.notify_all();
+}
+
+Result ProgressLane::failure(std::string* text) const {
+  const auto r = static_cast<Result>(failed_.load());
+  if (r != Result::Success && text != nullptr) {
+    std::lock_guard lock(settled_mutex_);
+    *text = failed_text_;
+  }
+  return r;
+}
+
+}  // namespace braid::multipath

@@ -1,0 +1,130 @@
+// The progress thread of one communicator's split calls, without CUDA (docs/MULTIPATH.md,
+// "The progress lane"): the calling thread hands each call's host-driven share to the lane and
+// returns; the lane's thread runs the shares one by one in call order (through LaneSteps, which
+// hold everything device-specific), collects every rank's times, and keeps the settled calls until
+// the calling thread applies them to the split ledger, in call order, with the ledger's lag.
+// A failure of any share is kept (the first, with its text), later calls fail with it, and what
+// waits on the lane is released; abort stops the lane's transfers on every rank.
+//
+// The Orchestrator drives it with CUDA streams and a completion word the streams wait on; tests
+// drive it on the CPU-emulated device backend (tests/multipath/progress_lane_test.cpp).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "multipath/split_ledger.h"
+
+namespace braid::multipath {
+
+// One split call as the lane carries it; callers derive their own job (streams, events, buffers).
+struct LaneJob {
+  virtual ~LaneJob() = default;
+  LedgerCall ledger;  // the call's number, its shares, whether it is timed
+  // Whether the call has a share the lane's thread runs (otherwise it is settled at once).
+  bool runs_on_lane() const { return ledger.pcie_elements > 0; }
+};
+
+// The device- and path-specific steps the lane takes.
+class LaneSteps {
+ public:
+  virtual ~LaneSteps() = default;
+  // On the lane's thread, before its first job (the GPU's orchestrator selects its device).
+  virtual void on_thread_start() {}
+  // Runs the job's share to its end, on the lane's thread (on the caller's with async off), and
+  // fills *seconds with every rank's per-path times, rank-major, for a timed call (the ranks meet
+  // for it), or leaves it empty (the ledger then learns nothing from the call).
+  virtual Result run_share(LaneJob& job, std::vector<double>* seconds) = 0;
+  // After the job's share failed: releases whatever waits for this call or any later one (the
+  // callers' streams waiting on the completion word: raise it to kReleasedWord).
+  virtual void release_waiters() = 0;
+  // After every job the lane ran, whatever its outcome (resources go back to their pools).
+  virtual void after(LaneJob&) {}
+  // Stops the lane's transfers on every rank (their waits end within a bounded time).
+  virtual void abort_transfers() = 0;
+};
+
+// A completion word raised to this after a failure is past every call number: every later wait ends.
+inline constexpr uint64_t kReleasedWord = uint64_t{1} << 62;
+
+class ProgressLane {
+ public:
+  // `steps` and `ledger` outlive the lane; the ledger is the calling thread's. With `async` false
+  // no thread is made and submit() runs the share on the calling thread (BRAID_ASYNC=0).
+  ProgressLane(LaneSteps* steps, SplitLedger* ledger, bool async);
+  ~ProgressLane();  // stop()
+  ProgressLane(const ProgressLane&) = delete;
+  ProgressLane& operator=(const ProgressLane&) = delete;
+
+  bool async() const { return async_; }
+
+  // Hands a job with a share to the lane and returns at once (async), or runs it now.
+  void submit(std::unique_ptr<LaneJob> job);
+  // Settles a job at once with no times: a call NCCL carried alone, or one that failed on the
+  // calling thread after the ledger counted it (later calls must not wait for it).
+  void settle_at_once(std::unique_ptr<LaneJob> job);
+
+  // What the calling thread learns of each applied call: the job, every rank's times (empty: not
+  // timed), and the share the next call of its kind gets.
+  using Applied = std::function<void(LaneJob& job, const std::vector<double>& seconds, double next_share)>;
+  // Applies settled calls to the ledger in call order through `call`, waiting for each; beyond
+  // the ledger's lag only where every rank does so at the same call (drain, destroy). Fails with
+  // the lane's failure once a call it waits for can no longer settle.
+  Result apply_through(uint64_t call, bool beyond_lag, const Applied& applied);
+  // Applies, without waiting, the calls already settled in order (at destruction: settling meets
+  // the other ranks, which may be gone already).
+  void apply_ready(const Applied& applied);
+
+  // Runs what is queued, then ends the lane's thread. Safe to call twice.
+  void stop();
+  // Fails the lane ("aborted") and stops its transfers on every rank; any thread may call it.
+  void abort();
+  // Keeps the first failure (with last_error()'s text) and wakes whoever waits for a settled call.
+  void record_failure(Result r);
+  // The first failure, with its text (Success: none). Any thread (ncclCommGetAsyncError).
+  Result failure(std::string* text) const;
+
+  // Jobs handed to the lane so far, and those it finished (settled or failed).
+  uint64_t submitted() const { return queued_.load(std::memory_order_acquire); }
+  uint64_t finished() const { return finished_.load(std::memory_order_acquire); }
+
+ private:
+  struct Settled {
+    std::unique_ptr<LaneJob> job;
+    std::vector<double> seconds;
+  };
+  void loop();
+  void process(std::unique_ptr<LaneJob> job);
+  void publish(std::unique_ptr<LaneJob> job, std::vector<double> seconds);
+
+  LaneSteps* steps_;
+  SplitLedger* ledger_;
+  bool async_;
+  std::thread thread_;
+
+  std::mutex jobs_mutex_;
+  std::condition_variable jobs_cv_;
+  std::deque<std::unique_ptr<LaneJob>> jobs_;
+  bool stop_ = false;
+  bool sleeping_ = false;            // under jobs_mutex_
+  std::atomic<uint64_t> queued_{0};  // the lane's thread spins on it between jobs
+  std::atomic<uint64_t> finished_{0};
+
+  mutable std::mutex settled_mutex_;
+  std::condition_variable settled_cv_;
+  std::map<uint64_t, Settled> settled_;
+  std::atomic<int> failed_{0};  // the first failure (a Result)
+  std::string failed_text_;     // under settled_mutex_
+};
+
+}  // namespace braid::multipath
