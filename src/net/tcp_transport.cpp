@@ -377,22 +377,24 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
 bool TcpTransport::State::progress_control(Stream* s, int64_t now) {
   Comm* c = s->comm;
   bool moved = false;
-  if (c->is_send) {
-    for (;;) {
-      long r = read_some(s->fd, reinterpret_cast<char*>(&s->credit_in) + s->credit_got, sizeof(Credit) - s->credit_got);
-      if (r == 0) return moved;
-      if (r < 0) {
-        stream_dead(s);
-        return moved;
-      }
-      moved = true;
-      s->credit_got += size_t(r);
-      if (s->credit_got == sizeof(Credit)) {
-        s->credit_got = 0;
-        if (s->credit_in.magic == kWireMagic) c->remote_idle.store(s->credit_in.idle_mask);
-      }
+  // The sender reads credits. The receiver reads too, though the sender writes nothing: that is
+  // how it sees the sender's end close (a killed sender whose streams all stopped between pieces
+  // leaves no broken piece to tell it), and an unread end would keep poll waking the lane.
+  for (;;) {
+    long r = read_some(s->fd, reinterpret_cast<char*>(&s->credit_in) + s->credit_got, sizeof(Credit) - s->credit_got);
+    if (r == 0) break;
+    if (r < 0) {
+      stream_dead(s);
+      return moved;
+    }
+    moved = true;
+    s->credit_got += size_t(r);
+    if (s->credit_got == sizeof(Credit)) {
+      s->credit_got = 0;
+      if (c->is_send && s->credit_in.magic == kWireMagic) c->remote_idle.store(s->credit_in.idle_mask);
     }
   }
+  if (c->is_send) return moved;
   // Receiver: tell the sender when our NICs' state changes.
   if (s->credit_put == sizeof(Credit)) {
     uint32_t mask = monitor->idle_mask_for(c->worker, c->direct, now);

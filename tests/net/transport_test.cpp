@@ -129,6 +129,24 @@ TEST(NetTransport, TooManyInFlightIsPostedAgainLater) {
   EXPECT_GE(posted.size(), size_t(kNcclNetMaxRequests));
 }
 
+// A sender gone between messages leaves no broken piece behind: the receiver sees its end of the
+// control connection close. (Before the receiver read that end, such a receive never ended.)
+TEST(NetTransport, SenderGoneBetweenMessagesFailsTheNextReceive) {
+  ConnectedHosts h(2, 0, 0);
+  std::vector<unsigned char> out(1 << 20, 7), in(1 << 20);
+  Request *rs = nullptr, *rr = nullptr;
+  ASSERT_EQ(h.b->irecv(h.p.recv, in.data(), in.size(), &rr), Result::Success);
+  ASSERT_EQ(h.a->isend(h.p.send, out.data(), out.size(), &rs), Result::Success);
+  ASSERT_EQ(wait(*h.a, rs), Result::Success);
+  ASSERT_EQ(wait(*h.b, rr), Result::Success);
+  ASSERT_EQ(h.b->irecv(h.p.recv, in.data(), in.size(), &rr), Result::Success);
+  h.a->close(h.p.send);
+  h.p.send = nullptr;
+  const int64_t t0 = now_ns();
+  EXPECT_EQ(wait(*h.b, rr, nullptr, 5), Result::RemoteError);
+  EXPECT_LT(now_ns() - t0, 2000000000);
+}
+
 TEST(NetTransport, MessageLargerThanTheReceiveIsAnError) {
   ConnectedHosts h(1, 0, 0);
   auto& a = h.a;
