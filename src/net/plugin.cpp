@@ -77,6 +77,9 @@ Result build_transport(Plugin& p) {
   o.schedule = parse_schedule(cfg.net_schedule.c_str());
   o.stripe_min_bytes = size_t(std::max<int64_t>(cfg.net_stripe_min_bytes, 0));
   o.idle_ns = std::max<int64_t>(cfg.net_idle_us, 0) * 1000;
+  o.relay_bytes = size_t(std::max<int64_t>(cfg.net_relay_bytes, 0));
+  o.relay_slot_bytes = size_t(std::max<int64_t>(cfg.net_relay_slot_bytes, 4096));
+  o.relay_name = board_name(o.nics) + "-relay";  // one pool per NIC of this host, its owner GPU's
   std::unique_ptr<NicMonitor> shared;
   if (NicMonitor::open_shared(board_name(o.nics), int(o.nics.size()), o.idle_ns, &shared) == Result::Success)
     o.monitor = std::move(shared);
@@ -102,8 +105,9 @@ Result build_transport(Plugin& p) {
     p.pci_paths.push_back(pci);
     line += " [" + std::to_string(i) + "]" + o.nics[i].name + ":" + o.nics[i].address;
   }
-  BRAID_NET_INFO("Using%s; %d streams per NIC, schedule %s%s", line.c_str(), o.streams_per_nic,
-                 cfg.net_schedule.c_str(), o.rate_bytes_per_s > 0 ? ", rate-limited" : "");
+  BRAID_NET_INFO("Using%s; %d streams per NIC, schedule %s%s%s", line.c_str(), o.streams_per_nic,
+                 cfg.net_schedule.c_str(), o.rate_bytes_per_s > 0 ? ", rate-limited" : "",
+                 o.relay_bytes > 0 ? ", relays through peer GPUs' pools on" : "");
   return make_tcp_transport(std::move(o), &p.transport);
 }
 

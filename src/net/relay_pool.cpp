@@ -10,10 +10,12 @@ RelayPool::RelayPool(void* base, size_t bytes, size_t slot_bytes, size_t cap_byt
   for (size_t i = slots; i > 0; --i) free_.push_back(uint32_t(i - 1));  // lowest address first
 }
 
-size_t RelayPool::limit_locked() const {
-  size_t room = bytes_ > owner_demand_ ? bytes_ - owner_demand_ : 0;
-  return std::min(cap_bytes_, room) / slot_bytes_ * slot_bytes_;
+size_t relay_limit_bytes(size_t region_bytes, size_t slot_bytes, size_t cap_bytes, size_t owner_demand) {
+  size_t room = region_bytes > owner_demand ? region_bytes - owner_demand : 0;
+  return slot_bytes ? std::min(cap_bytes, room) / slot_bytes * slot_bytes : 0;
 }
+
+size_t RelayPool::limit_locked() const { return relay_limit_bytes(bytes_, slot_bytes_, cap_bytes_, owner_demand_); }
 
 void RelayPool::set_owner_demand(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);

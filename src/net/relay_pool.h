@@ -6,7 +6,8 @@
 // needs, and relays get only what the cap leaves beyond that. Slots already lent are never taken back (a piece in
 // flight finishes); the limit applies to new ones.
 //
-// Not yet wired into the transport: relays need two GPUs per node and a device-side copy.
+// The pool a relay GPU shares with the other processes of its host is relay_shm.h's
+// SharedRelayPool, which lends by the same rule (relay_limit_bytes).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,10 @@
 #include <vector>
 
 namespace braid::net {
+
+// What relays may hold of a region of `region_bytes` cut in `slot_bytes` slots: the cap, less
+// nothing, or the region less the owner's demand, whichever is smaller, in whole slots.
+size_t relay_limit_bytes(size_t region_bytes, size_t slot_bytes, size_t cap_bytes, size_t owner_demand);
 
 class RelayPool {
  public:

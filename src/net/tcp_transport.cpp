@@ -17,6 +17,7 @@
 
 #include "net/clock.h"
 #include "net/net_log.h"
+#include "net/relay_shm.h"
 #include "net/sockets.h"
 #include "net/token_bucket.h"
 
@@ -53,6 +54,12 @@ struct SendPiece {
   PieceHeader header;
   const char* data;
   bool owner;  // on the connection's direct NIC: counts as its worker's own traffic
+  // A relayed piece: `data` is `slot`, lent by `pool` and filled by the copy `ticket`.
+  void* slot = nullptr;
+  SharedRelayPool* pool = nullptr;
+  CopyTicket ticket{};
+  SharedRelayPool* own_pool = nullptr;  // an owner piece counted in the pool this process offers
+  int nic = 0;                          // the local NIC it goes on
 };
 
 enum class StreamKind { Data, Control };
@@ -167,6 +174,23 @@ struct TcpTransport::State {
   std::map<void*, PendingConnect> pending;  // by handle memory: NCCL calls connect again with it
   std::vector<uint64_t> workers;            // this transport's worker on each direct NIC
   std::atomic<int> lane_turn{0};            // where the next connection starts dealing its streams
+  // Relays (D1). Pools are kept mapped until the transport ends (pieces point into them).
+  std::mutex relay_mu;
+  std::shared_ptr<SharedRelayPool> offered[kMaxNics];   // the pools this process owns
+  bool offer_tried[kMaxNics] = {};
+  std::shared_ptr<SharedRelayPool> attached[kMaxNics];  // other owners' pools
+  int64_t attach_tried_ns[kMaxNics] = {};
+  std::vector<std::shared_ptr<SharedRelayPool>> retired;  // pools whose owner left
+  std::unique_ptr<PeerCopy> copier = std::make_unique<MemcpyPeerCopy>();
+  std::atomic<uint64_t> relayed{0}, relay_fallback{0};
+
+  bool relays_on() const { return opt.relay_bytes > 0 && !opt.relay_name.empty(); }
+  std::string relay_name(int nic) const { return opt.relay_name + "-" + std::to_string(nic); }
+  void offer_relay(int nic);
+  SharedRelayPool* own_pool(int nic);
+  SharedRelayPool* relay_pool_for(int nic, int64_t now);
+  void finish_piece(Comm* c, const SendPiece& p, bool sent);
+  void drop_queue(Stream* s);
 
   // Each NIC has `threads_per_nic` progress threads (lanes); NIC i's are i * threads_per_nic on.
   int lane_of(int nic, int k) const { return nic * opt.threads_per_nic + (k & 0x7fffffff) % opt.threads_per_nic; }
@@ -223,12 +247,20 @@ struct TcpTransport::State {
 bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, int64_t* wait_ns) {
   Comm* c = s->comm;
   bool moved = false;
+  if (c->error.load()) {  // the connection failed: its queued pieces never go; free their slots
+    drop_queue(s);
+    return moved;
+  }
   for (;;) {
     SendPiece* p;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       if (s->queue.empty()) return moved;
       p = &s->queue.front();
+    }
+    if (p->slot && s->front_sent == 0 && !copier->ready(p->ticket)) {
+      *wait_ns = std::min<int64_t>(*wait_ns, 20000);  // the peer copy is not done yet
+      return moved;
     }
     const size_t total = sizeof(PieceHeader) + p->header.bytes;
     size_t allowed = t.bucket.available(now);
@@ -269,6 +301,7 @@ bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, in
       BRAID_NET_WARN("send on NIC %d: %s", s->nic, strerror(errno));
       fail_comm(c, Result::RemoteError);
       stream_dead(s);
+      drop_queue(s);
       return moved;
     }
     t.bucket.consume(size_t(r));
@@ -279,16 +312,84 @@ bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, in
     // The piece is out.
     s->front_sent = 0;
     Request* req = p->request;
-    bool owner = p->owner;
-    size_t bytes = p->header.bytes;
+    SendPiece done = *p;
     {
       std::lock_guard<std::mutex> lock(c->mu);
       s->queue.pop_front();
     }
-    s->queued_bytes.fetch_sub(bytes);
-    if (owner) monitor->end(c->direct, c->monitor_slot, now_ns());
+    s->queued_bytes.fetch_sub(done.header.bytes);
+    finish_piece(c, done, true);
     req->pieces_left.fetch_sub(1);
   }
+}
+
+// A piece that left (sent) or never will (its connection failed or closed): its relay slot goes
+// back to the pool and its owner accounting ends.
+void TcpTransport::State::finish_piece(Comm* c, const SendPiece& p, bool sent) {
+  (void)sent;
+  if (p.slot) p.pool->release(p.slot);
+  if (p.own_pool) p.own_pool->add_owner_inflight(-int64_t(p.header.bytes));
+  if (p.owner) monitor->end(c->direct, c->monitor_slot, now_ns());
+}
+
+// Only the stream's lane (or close, once the connection is detached) calls this.
+void TcpTransport::State::drop_queue(Stream* s) {
+  std::deque<SendPiece> gone;
+  {
+    std::lock_guard<std::mutex> lock(s->comm->mu);
+    gone.swap(s->queue);
+  }
+  s->front_sent = 0;
+  s->queued_bytes.store(0);
+  for (const SendPiece& p : gone) finish_piece(s->comm, p, false);
+}
+
+void TcpTransport::State::offer_relay(int nic) {
+  if (!relays_on() || nic < 0 || nic >= int(opt.nics.size())) return;
+  std::lock_guard<std::mutex> lock(relay_mu);
+  if (offer_tried[nic]) return;
+  offer_tried[nic] = true;
+  std::unique_ptr<SharedRelayPool> p;
+  if (SharedRelayPool::offer(relay_name(nic), opt.relay_bytes, opt.relay_slot_bytes, &p) != Result::Success) {
+    BRAID_NET_WARN("NIC %d: no relay pool (%s); other GPUs' pieces will not be relayed through it", nic, last_error());
+    return;
+  }
+  if (!p) {
+    BRAID_NET_INFO("NIC %d: relay pool offered by another process of this host already", nic);
+    return;
+  }
+  BRAID_NET_INFO("NIC %d: relay pool offered, %zu bytes in slots of %zu (cap %zu)", nic, p->region_bytes(),
+                 p->slot_bytes(), opt.relay_bytes);
+  offered[nic] = std::move(p);
+}
+
+SharedRelayPool* TcpTransport::State::own_pool(int nic) {
+  if (!relays_on()) return nullptr;
+  std::lock_guard<std::mutex> lock(relay_mu);
+  return offered[nic].get();
+}
+
+// The pool of `nic`'s owner GPU on this host: ours, or another process's (attached when first
+// needed, looked for again at most every 100 ms while there is none).
+SharedRelayPool* TcpTransport::State::relay_pool_for(int nic, int64_t now) {
+  std::lock_guard<std::mutex> lock(relay_mu);
+  if (offered[nic]) return offered[nic].get();
+  auto& a = attached[nic];
+  if (a && !a->owner_alive()) {
+    BRAID_NET_INFO("NIC %d: the relay pool's owner left; no relays through it", nic);
+    retired.push_back(std::move(a));
+    a.reset();
+  }
+  if (!a && now - attach_tried_ns[nic] > 100000000) {
+    attach_tried_ns[nic] = now;
+    std::unique_ptr<SharedRelayPool> p;
+    if (SharedRelayPool::attach(relay_name(nic), &p) == Result::Success && p) {
+      BRAID_NET_INFO("NIC %d: relaying through its owner's pool (%zu bytes, slots of %zu)", nic, p->region_bytes(),
+                     p->slot_bytes());
+      a = std::move(p);
+    }
+  }
+  return a.get();
 }
 
 bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
@@ -572,6 +673,9 @@ TcpTransport::TcpTransport(std::unique_ptr<State> state) : s_(std::move(state)) 
 }
 
 TcpTransport::~TcpTransport() {
+  if (s_->relayed.load() || s_->relay_fallback.load())
+    BRAID_NET_INFO("relays: %llu bytes sent through peer GPUs' pools, %llu meant for relays sent on the direct NIC",
+                   (unsigned long long)s_->relayed.load(), (unsigned long long)s_->relay_fallback.load());
   for (auto& t : s_->threads) {
     t->stop.store(true);
     uint64_t one = 1;
@@ -590,9 +694,17 @@ TcpTransport::~TcpTransport() {
 int TcpTransport::nic_count() const { return int(s_->opt.nics.size()); }
 const Nic& TcpTransport::nic(int i) const { return s_->opt.nics.at(size_t(i)); }
 NicMonitor& TcpTransport::monitor() { return *s_->monitor; }
+void TcpTransport::offer_relay(int nic) { s_->offer_relay(nic); }
+SharedRelayPool* TcpTransport::relay_pool(int nic) {
+  if (nic < 0 || nic >= nic_count()) return nullptr;
+  return s_->own_pool(nic);
+}
+uint64_t TcpTransport::relayed_bytes() const { return s_->relayed.load(); }
+uint64_t TcpTransport::relay_fallback_bytes() const { return s_->relay_fallback.load(); }
 
 Result TcpTransport::listen(int nic, void* handle, ListenComm** out) {
   if (nic < 0 || nic >= nic_count()) return fail(Result::InvalidArgument, "listen: device %d of %d", nic, nic_count());
+  s_->offer_relay(nic);
   auto l = std::make_unique<ListenComm>();
   l->nic = nic;
   l->nonce = random64();
@@ -644,6 +756,7 @@ Result TcpTransport::connect(int nic, void* handle, Comm** out) {
     if (h.magic != kWireMagic || h.version != kWireVersion || !wire_address_valid(h.control) || h.nonce == 0)
       return give_up(fail(Result::InvalidArgument, "connect: the handle is not a braid net handle (magic %x, version %u)", h.magic, h.version));
     p.handle = h;
+    s_->offer_relay(nic);
     Result r = start_connect(local, h.control, &p.fd);
     if (r != Result::Success) return give_up(r);
     p.connection = random64();
@@ -834,24 +947,65 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
     req->data = static_cast<char*>(const_cast<void*>(data));
     req->capacity = bytes;
     req->seq = c->next_seq++;
-    req->pieces_left.store(int(pieces.size()));
+    // Relays (D1): a piece on an indirect NIC whose owner GPU offers a pool goes, a slot at a
+    // time, through that pool: copied into a slot (the peer copy) and sent from it on that NIC;
+    // what finds no room goes on the direct NIC from the caller's buffer.
+    std::vector<SendPiece> out_pieces;
+    out_pieces.reserve(pieces.size());
+    SharedRelayPool* mine = s_->own_pool(c->direct);
+    auto emit = [&](int nic, size_t offset, size_t n, void* slot, SharedRelayPool* pool, CopyTicket ticket) {
+      SendPiece sp{req, PieceHeader{kWireMagic, uint32_t(n), req->seq, bytes, offset}, slot ? static_cast<char*>(slot) : req->data + offset,
+                   nic == c->direct, slot, pool, ticket, nullptr};
+      if (sp.owner && mine) sp.own_pool = mine;
+      sp.nic = nic;
+      out_pieces.push_back(sp);
+    };
+    for (const Piece& pc : pieces) {
+      SharedRelayPool* pool = s_->relays_on() && pc.nic != c->direct && pc.bytes > 0 ? s_->relay_pool_for(pc.nic, now) : nullptr;
+      if (!pool) {
+        emit(pc.nic, pc.offset, pc.bytes, nullptr, nullptr, {});
+        continue;
+      }
+      for (size_t off = pc.offset, end = pc.offset + pc.bytes; off < end;) {
+        size_t n = std::min(pool->slot_bytes(), end - off);
+        void* slot = pool->acquire();
+        CopyTicket ticket;
+        if (slot && s_->copier->start(slot, req->data + off, n, &ticket) != Result::Success) {
+          BRAID_NET_WARN("relay copy into NIC %d's pool: %s; sending on the direct NIC", pc.nic, last_error());
+          pool->release(slot);
+          slot = nullptr;
+        }
+        if (slot) {
+          emit(pc.nic, off, n, slot, pool, ticket);
+          pool->count_relayed(n);
+          c->stats.relayed_bytes += n;
+          s_->relayed.fetch_add(n);
+        } else {
+          emit(c->direct, off, n, nullptr, nullptr, {});
+          c->stats.relay_fallback_bytes += n;
+          s_->relay_fallback.fetch_add(n);
+        }
+        off += n;
+      }
+    }
+    req->pieces_left.store(int(out_pieces.size()));
     if (mask != c->stats.last_mask) {
       if (c->stats.last_mask != 0) c->stats.mask_changes++;
       c->stats.last_mask = mask;
       c->stats.last_change_ns = now;
     }
-    for (const Piece& pc : pieces) {
+    for (const SendPiece& sp : out_pieces) {
+      const int nic = sp.nic;
       // The NIC's stream with the fewest bytes queued.
       Stream* best = nullptr;
       for (auto& s : c->streams)
-        if (s->nic == pc.nic && (!best || s->queued_bytes.load() < best->queued_bytes.load())) best = s.get();
-      PieceHeader h{kWireMagic, uint32_t(pc.bytes), req->seq, bytes, pc.offset};
-      bool owner = pc.nic == c->direct;
-      if (owner) s_->monitor->begin(c->direct, c->monitor_slot, now);
-      best->queued_bytes.fetch_add(pc.bytes);
-      best->queue.push_back({req, h, req->data + pc.offset, owner});
+        if (s->nic == nic && (!best || s->queued_bytes.load() < best->queued_bytes.load())) best = s.get();
+      if (sp.owner) s_->monitor->begin(c->direct, c->monitor_slot, now);
+      if (sp.own_pool) sp.own_pool->add_owner_inflight(int64_t(sp.header.bytes));
+      best->queued_bytes.fetch_add(sp.header.bytes);
+      best->queue.push_back(sp);
       lanes.push_back(best->lane);
-      c->stats.bytes_on_nic[pc.nic] += pc.bytes;
+      c->stats.bytes_on_nic[nic] += sp.header.bytes;
     }
     *out = req;
   }
@@ -921,6 +1075,12 @@ Result TcpTransport::test(Request* req, bool* done, size_t* bytes) {
 Result TcpTransport::close(Comm* c) {
   if (!c) return Result::Success;
   s_->detach(c);
+  // Pieces never sent (a failed peer, or a close with sends in flight) give back their slots.
+  if (c->is_send)
+    for (auto& s : c->streams) s_->drop_queue(s.get());
+  if (c->stats.relayed_bytes || c->stats.relay_fallback_bytes)
+    BRAID_NET_INFO("connection on NIC %d: %llu bytes relayed through peer GPUs' pools, %llu meant for relays sent on the direct NIC (no room)",
+                   c->direct, (unsigned long long)c->stats.relayed_bytes, (unsigned long long)c->stats.relay_fallback_bytes);
   for (auto& s : c->streams) ::close(s->fd);
   if (c->control) ::close(c->control->fd);
   // Owner work still counted in flight on the direct NIC ends with the connection.

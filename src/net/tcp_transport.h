@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "net/nic_choice.h"
@@ -15,6 +16,8 @@
 #include "net/transport.h"
 
 namespace braid::net {
+
+class SharedRelayPool;
 
 struct TcpOptions {
   std::vector<Nic> nics;
@@ -27,6 +30,14 @@ struct TcpOptions {
   int64_t idle_ns = 2000000;
   int setup_timeout_ms = 30000;
   std::shared_ptr<NicMonitor> monitor;  // null: a private one
+  // Relays through a peer GPU's buffer (FuseLink's D1; relay_shm.h), off unless relay_bytes > 0.
+  // On: the process offers a pool of relay_bytes (the cap) for each NIC it uses as a connection's
+  // direct NIC (the first process of the host to do so owns it), and a piece it sends on an
+  // indirect NIC whose owner offers a pool goes through a slot of that pool, or, when the pool
+  // has no room, on the direct NIC from the caller's buffer.
+  size_t relay_bytes = 0;
+  size_t relay_slot_bytes = 1 << 20;
+  std::string relay_name;  // the host's pools: relay_name + "-" + NIC index (a POSIX shm name)
 };
 
 class TcpTransport;
@@ -47,6 +58,14 @@ class TcpTransport final : public Transport {
   Result close_listen(ListenComm* listener) override;
   CommStats stats(Comm* comm) override;
   NicMonitor& monitor();
+  // Relays: offers this process's pool for `nic` (listen and connect do it for their NIC); the
+  // pool it offered for `nic`, or null (another process owns it, or relays are off).
+  void offer_relay(int nic);
+  SharedRelayPool* relay_pool(int nic);
+  // Bytes this transport sent through relay slots, and relay pieces sent from the caller's
+  // buffer on the direct NIC because the pool had no room.
+  uint64_t relayed_bytes() const;
+  uint64_t relay_fallback_bytes() const;
   // The hold the connection's damper puts on `nic` now (tests).
   int64_t damper_hold_ns(Comm* comm, int nic);
 

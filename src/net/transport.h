@@ -20,6 +20,8 @@ struct CommStats {
   uint32_t last_mask = 0;           // NICs of the latest message
   uint32_t mask_changes = 0;        // how often the NIC set changed between messages
   int64_t last_change_ns = 0;       // when it last changed (CLOCK_MONOTONIC)
+  uint64_t relayed_bytes = 0;       // sent from a peer GPU's relay slot (D1)
+  uint64_t relay_fallback_bytes = 0;  // meant for a relay, sent on the direct NIC: no room
 };
 
 class Transport {
