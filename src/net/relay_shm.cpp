@@ -210,7 +210,12 @@ void* SharedRelayPool::acquire() {
           return reinterpret_cast<char*>(board_) + b.data_offset + i * b.slot_bytes;
         }
     }
-    if (pass == 0 && reclaim_dead() == 0) break;
+    // No room: take back dead processes' slots, at most every 50 ms (it asks the kernel about
+    // every holder).
+    const int64_t now = now_ns();
+    if (pass > 0 || now - last_reclaim_ns_ < 50000000) break;
+    last_reclaim_ns_ = now;
+    if (reclaim_dead() == 0) break;
   }
   return nullptr;
 }

@@ -38,7 +38,8 @@ class SharedRelayPool {
   SharedRelayPool(const SharedRelayPool&) = delete;
   SharedRelayPool& operator=(const SharedRelayPool&) = delete;
 
-  // A slot for a relayed piece, or nullptr: the limit leaves none, or the owner is gone.
+  // A slot for a relayed piece, or nullptr: the limit leaves none, or the owner is gone. Finding
+  // no room, it first takes back the slots of dead processes (at most every 50 ms).
   void* acquire();
   void release(void* slot);
   // Frees the slots of processes that ended without releasing them; returns how many.
@@ -67,6 +68,7 @@ class SharedRelayPool {
   size_t map_bytes_;
   bool owner_;
   std::string name_;
+  std::atomic<int64_t> last_reclaim_ns_{0};
 };
 
 // The copy of a sender's piece into a relay slot (FuseLink's write over NVLink into the peer

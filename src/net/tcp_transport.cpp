@@ -960,6 +960,7 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
       sp.nic = nic;
       out_pieces.push_back(sp);
     };
+    SharedRelayPool* full_pool = nullptr;
     for (const Piece& pc : pieces) {
       SharedRelayPool* pool = s_->relays_on() && pc.nic != c->direct && pc.bytes > 0 ? s_->relay_pool_for(pc.nic, now) : nullptr;
       if (!pool) {
@@ -968,7 +969,8 @@ Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** ou
       }
       for (size_t off = pc.offset, end = pc.offset + pc.bytes; off < end;) {
         size_t n = std::min(pool->slot_bytes(), end - off);
-        void* slot = pool->acquire();
+        void* slot = pool == full_pool ? nullptr : pool->acquire();
+        if (!slot) full_pool = pool;  // no room now: the rest of the message need not ask
         CopyTicket ticket;
         if (slot && s_->copier->start(slot, req->data + off, n, &ticket) != Result::Success) {
           BRAID_NET_WARN("relay copy into NIC %d's pool: %s; sending on the direct NIC", pc.nic, last_error());

@@ -25,15 +25,17 @@ namespace {
 constexpr int kSuccess = 0, kInternalError = 3, kInvalidArgument = 4;
 
 std::atomic<int> g_warnings{0};
+std::string g_log;  // every line the plugin logged in this process
 void test_logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
   if (level == kNcclLogWarn) g_warnings++;
-  if (std::getenv("NET_TEST_VERBOSE")) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-  }
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  g_log += line;
+  g_log += '\n';
+  if (std::getenv("NET_TEST_VERBOSE")) fprintf(stderr, "%s\n", line);
 }
 
 // The plugin, loaded and initialized in this process; finalized (threads joined) at the end.
@@ -506,6 +508,64 @@ TEST(NetPlugin, ReceiverThatDiesGivesTheSenderAnError) {
   while (!req) ASSERT_EQ(p.net->isend(comm, buf.data(), buf.size(), 0, nullptr, nullptr, &req), kSuccess);
   expect_error_when_killed(p.net, req, child, "sender");
   p.net->close_send(comm);
+}
+
+// Relays (BRAID_NET_RELAY_BYTES) through the plugin: on "host A" an owner process listens on
+// NIC 1, which offers that NIC's relay pool; a sender of host A on NIC 0 sends every size to the
+// test's process (host B), which checks the data. The sender's log, through NCCL's logger, must
+// count relayed bytes.
+int relaying_sender(int handle_fd, int owner_ready_fd) {
+  setenv("NCCL_HOSTID", ("relay-a-" + std::to_string(getppid())).c_str(), 1);
+  char ok = 0;
+  if (read(owner_ready_fd, &ok, 1) != 1) return 20;
+  int r = sender(handle_fd, 0, 0);
+  if (r != 0) return r;
+  size_t at = g_log.find("bytes relayed through peer GPUs' pools");
+  if (at == std::string::npos) return 21;
+  size_t colon = g_log.rfind(": ", at);
+  if (colon == std::string::npos || std::strtoull(g_log.c_str() + colon + 2, nullptr, 10) == 0) return 22;
+  return 0;
+}
+
+int relay_owner(int ready_fd, int quit_fd) {
+  setenv("NCCL_HOSTID", ("relay-a-" + std::to_string(getppid())).c_str(), 1);
+  Plugin p;
+  if (!p.ok()) return 30;
+  char handle[kNcclNetHandleMaxSize];
+  void* listen_comm = nullptr;
+  if (p.net->listen(p.ctx, 1, handle, &listen_comm) != kSuccess) return 31;
+  if (g_log.find("NIC 1: relay pool offered") == std::string::npos) return 32;
+  if (write(ready_fd, "r", 1) != 1) return 33;
+  char q = 0;
+  if (read(quit_fd, &q, 1) != 1) return 34;
+  p.net->close_listen(listen_comm);
+  return 0;
+}
+
+TEST(NetPlugin, RelaysThroughAPeersPoolWhenEnabled) {
+  use_nics("127.0.0.1,127.0.0.2");
+  setenv("BRAID_NET_RELAY_BYTES", "2097152", 1);
+  setenv("BRAID_NET_RELAY_SLOT_BYTES", "262144", 1);
+  Pipes owner, sending;
+  pid_t owner_pid = spawn([&] { return relay_owner(owner.ready[1], owner.handle[0]); });
+  pid_t sender_pid = spawn([&] { return relaying_sender(sending.handle[0], owner.ready[0]); });
+  setenv("NCCL_HOSTID", ("relay-b-" + std::to_string(getpid())).c_str(), 1);
+  {
+    Plugin p;
+    ASSERT_TRUE(p.ok());
+    char handle[kNcclNetHandleMaxSize];
+    void* listen_comm = nullptr;
+    ASSERT_EQ(p.net->listen(p.ctx, 0, handle, &listen_comm), kSuccess);
+    ASSERT_EQ(write(sending.handle[1], handle, sizeof handle), ssize_t(sizeof handle));
+    receive_all(p, listen_comm, 0);
+    p.net->close_listen(listen_comm);
+  }
+  EXPECT_EQ(child_exit(sender_pid, 30), 0) << "20s: set-up, 21-22: no relayed bytes logged";
+  EXPECT_EQ(write(owner.handle[1], "q", 1), 1);
+  EXPECT_EQ(child_exit(owner_pid, 10), 0);
+  unsetenv("NCCL_HOSTID");
+  unsetenv("BRAID_NET_RELAY_BYTES");
+  unsetenv("BRAID_NET_RELAY_SLOT_BYTES");
 }
 
 TEST(NetPlugin, BadArgumentsAreRefusedWithAWarning) {
