@@ -62,11 +62,12 @@ class BoardLock {
 
 constexpr size_t kHeaderBytes = (sizeof(RelayBoard) + 4095) & ~size_t(4095);
 
-Result map_fd(int fd, size_t bytes, RelayBoard** out) {
+// The mapping, or null (with the error said) on failure.
+RelayBoard* map_fd(int fd, size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return fail(Result::SystemError, "mmap of a relay pool: %s", strerror(errno));
-  *out = static_cast<RelayBoard*>(p);
-  return Result::Success;
+  if (p != MAP_FAILED) return static_cast<RelayBoard*>(p);
+  fail(Result::SystemError, "mmap of a relay pool: %s", strerror(errno));
+  return nullptr;
 }
 
 // Maps an existing pool; *out null when there is none, it is not set up, or its owner is gone.
@@ -80,10 +81,10 @@ Result map_existing(const std::string& name, RelayBoard** out, size_t* bytes) {
     return Result::Success;  // being created right now, or not a pool
   }
   *bytes = size_t(st.st_size);
-  Result r = map_fd(fd, *bytes, out);
+  RelayBoard* b = map_fd(fd, *bytes);
   close(fd);
-  if (r != Result::Success) return r;
-  RelayBoard* b = *out;
+  if (!b) return Result::SystemError;
+  *out = b;
   if (b->ready.load(std::memory_order_acquire) != kRelayMagic || !process_alive(b->owner_pid.load()) ||
       b->data_offset + b->slots * b->slot_bytes > *bytes) {
     munmap(b, *bytes);
@@ -127,12 +128,11 @@ Result SharedRelayPool::offer(const std::string& name, size_t cap_bytes, size_t 
       shm_unlink(name.c_str());
       return fail(Result::SystemError, "sizing %s: %s", name.c_str(), strerror(e));
     }
-    RelayBoard* b = nullptr;
-    Result r = map_fd(fd, bytes, &b);
+    RelayBoard* b = map_fd(fd, bytes);
     close(fd);
-    if (r != Result::Success) {
+    if (!b) {
       shm_unlink(name.c_str());
-      return r;
+      return Result::SystemError;
     }
     // A new segment reads as zero: every slot free, nothing lent.
     b->owner_pid.store(int32_t(getpid()));
