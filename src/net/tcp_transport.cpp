@@ -369,11 +369,12 @@ SharedRelayPool* TcpTransport::State::own_pool(int nic) {
   return offered[nic].get();
 }
 
-// The pool of `nic`'s owner GPU on this host: ours, or another process's (attached when first
-// needed, looked for again at most every 100 ms while there is none).
+// The pool of `nic`'s owner GPU on this host, another process's (attached when first needed,
+// looked for again at most every 100 ms while there is none). None for a NIC whose pool this
+// process offered: that NIC is its own GPU's, reached without a peer copy.
 SharedRelayPool* TcpTransport::State::relay_pool_for(int nic, int64_t now) {
   std::lock_guard<std::mutex> lock(relay_mu);
-  if (offered[nic]) return offered[nic].get();
+  if (offered[nic]) return nullptr;
   auto& a = attached[nic];
   if (a && !a->owner_alive()) {
     BRAID_NET_INFO("NIC %d: the relay pool's owner left; no relays through it", nic);

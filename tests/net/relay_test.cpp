@@ -86,6 +86,32 @@ TEST(NetRelayShm, SlotsOfADeadProcessAreTakenBack) {
   EXPECT_EQ(owner->lent_bytes(), 0u);
 }
 
+// A NIC whose pool this process offered is its own GPU's: pieces on it need no relay.
+TEST(NetRelayShm, NoRelayThroughThePoolOfOnesOwnNic) {
+  const std::string prefix = pool_prefix("own");
+  TcpOptions a;
+  a.nics = loopback_nics(2);
+  a.setup_timeout_ms = 5000;
+  a.relay_bytes = 8 * kSlot;
+  a.relay_slot_bytes = kSlot;
+  a.relay_name = prefix;
+  testing::ConnectedHosts h(a, 0, testing::options(2), 0);
+  h.a->offer_relay(1);
+  ASSERT_NE(h.a->relay_pool(1), nullptr);
+  std::vector<unsigned char> out(4 << 20), in(4 << 20);
+  fill(out, 5);
+  Request *rs = nullptr, *rr = nullptr;
+  ASSERT_EQ(h.b->irecv(h.p.recv, in.data(), in.size(), &rr), Result::Success);
+  ASSERT_EQ(h.a->isend(h.p.send, out.data(), out.size(), &rs), Result::Success);
+  ASSERT_EQ(testing::wait(*h.a, rs), Result::Success);
+  ASSERT_EQ(testing::wait(*h.b, rr), Result::Success);
+  EXPECT_EQ(in, out);
+  CommStats st = h.a->stats(h.p.send);
+  EXPECT_GT(st.bytes_on_nic[1], 0u);
+  EXPECT_EQ(st.relayed_bytes, 0u);
+  EXPECT_EQ(st.relay_fallback_bytes, 0u);
+}
+
 // --- three processes ------------------------------------------------------------------------------
 
 bool put(int fd, const void* p, size_t n) {
