@@ -189,7 +189,7 @@ struct TcpTransport::State {
   void offer_relay(int nic);
   SharedRelayPool* own_pool(int nic);
   SharedRelayPool* relay_pool_for(int nic, int64_t now);
-  void finish_piece(Comm* c, const SendPiece& p, bool sent);
+  void finish_piece(Comm* c, const SendPiece& p);
   void drop_queue(Stream* s);
 
   // Each NIC has `threads_per_nic` progress threads (lanes); NIC i's are i * threads_per_nic on.
@@ -318,15 +318,14 @@ bool TcpTransport::State::progress_send(NicThread& t, Stream* s, int64_t now, in
       s->queue.pop_front();
     }
     s->queued_bytes.fetch_sub(done.header.bytes);
-    finish_piece(c, done, true);
+    finish_piece(c, done);
     req->pieces_left.fetch_sub(1);
   }
 }
 
 // A piece that left (sent) or never will (its connection failed or closed): its relay slot goes
 // back to the pool and its owner accounting ends.
-void TcpTransport::State::finish_piece(Comm* c, const SendPiece& p, bool sent) {
-  (void)sent;
+void TcpTransport::State::finish_piece(Comm* c, const SendPiece& p) {
   if (p.slot) p.pool->release(p.slot);
   if (p.own_pool) p.own_pool->add_owner_inflight(-int64_t(p.header.bytes));
   if (p.owner) monitor->end(c->direct, c->monitor_slot, now_ns());
@@ -341,7 +340,7 @@ void TcpTransport::State::drop_queue(Stream* s) {
   }
   s->front_sent = 0;
   s->queued_bytes.store(0);
-  for (const SendPiece& p : gone) finish_piece(s->comm, p, false);
+  for (const SendPiece& p : gone) finish_piece(s->comm, p);
 }
 
 void TcpTransport::State::offer_relay(int nic) {
