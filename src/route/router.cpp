@@ -103,6 +103,41 @@ Result Router::init(const topo::Topology& t, const RouterOptions& opt) {
     }
     path_begin_.push_back(int(hop_link_.size()));
   }
+  // Cuts for the lower bound (cut_bound): for each GPU, the links that the first hops of its
+  // outgoing paths use, and those the last hops of its incoming paths use, each at its capacity.
+  cut_begin_.assign(1, 0);
+  cut_pair_.clear();
+  cut_factor_.clear();
+  cut_capacity_.clear();
+  for (int v = 0; v < n; ++v) {
+    for (const bool out : {true, false}) {
+      std::vector<double> y(size_t(links_), 0.0);  // capacity of each link in the cut
+      for (int o = 0; o < n; ++o) {
+        if (o == v) continue;
+        const size_t pair = size_t(out ? v * n + o : o * n + v);
+        for (int p = pair_begin_[pair]; p < pair_begin_[pair + 1]; ++p) {
+          const int h = out ? path_begin_[size_t(p)] : path_begin_[size_t(p) + 1] - 1;
+          double& cap = y[size_t(hop_link_[size_t(h)])];
+          cap = std::max(cap, 1.0 / hop_inv_cap_[size_t(h)]);
+        }
+      }
+      double capacity = 0;
+      for (double c : y) capacity += c;
+      // Each pair's cheapest path across the cut, seconds per byte times capacity: at least
+      // that much of the cut's capacity-seconds per byte of the pair, however it is routed.
+      for (size_t pair = 0; pair + 1 < pair_begin_.size(); ++pair) {
+        double cheapest = HUGE_VAL;
+        for (int p = pair_begin_[pair]; p < pair_begin_[pair + 1]; ++p) {
+          double cost = 0;
+          for (int h = path_begin_[size_t(p)]; h < path_begin_[size_t(p) + 1]; ++h) cost += y[size_t(hop_link_[size_t(h)])] * hop_inv_cap_[size_t(h)];
+          cheapest = std::min(cheapest, cost);
+        }
+        if (cheapest > 0 && cheapest < HUGE_VAL) cut_pair_.push_back(int(pair)), cut_factor_.push_back(cheapest);
+      }
+      cut_capacity_.push_back(capacity);
+      cut_begin_.push_back(int(cut_pair_.size()));
+    }
+  }
   util_.assign(size_t(links_), 0.0);
   weight_.assign(size_t(links_), 0.0);
   scratch_.assign(size_t(total_paths()), 0.0);
@@ -117,6 +152,22 @@ double Router::max_util() const {
   double worst = 0;
   for (double u : util_) worst = std::max(worst, u);
   return worst;
+}
+
+// A lower bound on the optimum (the LP's max congestion over the same paths), from cuts: every
+// byte of pair f crosses the cut's links on any of its paths, costing at least factor_f seconds x
+// capacity per byte there (its cheapest path across the cut), so any routing loads the cut's
+// links with at least sum_f bytes_f factor_f capacity-seconds, and its most loaded link is at
+// least that over the cut's capacity. (The Lagrangian dual bound with prices on the cut's links
+// only.) On a full mesh the busiest GPU's cut is the LP optimum for the random matrices measured.
+double Router::cut_bound(const Traffic& t) const {
+  double bound = 0;
+  for (size_t c = 0; c + 1 < cut_begin_.size(); ++c) {
+    double load = 0;
+    for (int i = cut_begin_[c]; i < cut_begin_[c + 1]; ++i) load += t.bytes[size_t(cut_pair_[size_t(i)])] * cut_factor_[size_t(i)];
+    bound = std::max(bound, load / cut_capacity_[c]);
+  }
+  return bound;
 }
 
 double Router::congestion(const Traffic& t, const std::vector<double>& fraction) {
@@ -315,6 +366,8 @@ int Router::refine(const Traffic& t, bool warm) {
     const bool stalled = worst - now < opt_.tolerance * worst;
     worst = now;
     if (full && stalled) break;
+    // A slow tail (a random matrix on a full mesh) ends once the max is provably close enough.
+    if (full && passes >= opt_.bound_after && now <= (1 + opt_.bound_gap) * bound_) break;
     // Every flow balanced at this steepness: go straight to the full one.
     alpha = moved ? std::min(alpha * opt_.refine_growth, opt_.refine_alpha) : opt_.refine_alpha;
   }
@@ -323,6 +376,7 @@ int Router::refine(const Traffic& t, bool warm) {
 
 int Router::route(const Traffic& t, const std::vector<double>* previous) {
   place_fixed_and_collect(t);
+  bound_ = cut_bound(t);
   if (flows_.empty()) return 0;
   if (previous) {
     start_from(t, *previous);
@@ -363,6 +417,7 @@ Result Router::solve(const Traffic& t, Routing* out) {
   }
   const int passes = route(t, warm ? &out->fraction : nullptr);
   out->warm = warm;
+  out->lower_bound = bound_;
   const double fresh = max_util();
   out->passes = passes;
   if (have_previous) {

@@ -30,6 +30,11 @@ struct RouterOptions {
   double refine_damping = 1.0;   // fraction of each Newton step taken
   double hot_span = 4.0;         // flows on no link within 2^-hot_span of the max cost stay put
   double tolerance = 2e-4;       // stop when a pass at full steepness lowers the max by less (relative)
+  // Also stop after a pass at full steepness, from the bound_after-th pass on, once the max is
+  // within bound_gap (relative) of a lower bound on the optimum: the most any GPU must send or
+  // receive over the capacity of its first or last hops (see Router::cut_bound).
+  double bound_gap = 0.02;
+  int bound_after = 4;
   double direct_threshold = 0;   // flows below this many bytes go on their first (direct) path
   double hysteresis = 0.05;      // keep the previous routing unless the new one is this much better
   // Start from the previous routing in `out` (when valid) instead of the multiplicative-weights
@@ -44,6 +49,7 @@ struct RouterOptions {
 struct Routing {
   std::vector<double> fraction;  // flat; Router::path_offset(src, dst) + path index
   double max_congestion = 0;     // max over directed links of load / capacity (seconds)
+  double lower_bound = 0;        // no routing of this traffic over these paths does better
   bool valid = false;            // false until a solve filled it
   bool kept_previous = false;    // the last solve kept the previous routing (hysteresis)
   int passes = 0;                // Newton passes the last solve ran (for benchmarks and tests)
@@ -83,6 +89,7 @@ class Router {
   void start_from(const Traffic& t, const std::vector<double>& previous);
   int refine(const Traffic& t, bool warm);
   double max_util() const;
+  double cut_bound(const Traffic& t) const;
   void add_util(int path, double bytes) {
     for (int h = path_begin_[size_t(path)]; h < path_begin_[size_t(path) + 1]; ++h)
       util_[size_t(hop_link_[size_t(h)])] += bytes * hop_inv_cap_[size_t(h)];
@@ -96,6 +103,11 @@ class Router {
   std::vector<double> hop_inv_cap_;   // [hop] seconds per byte on that link for this path
   int links_ = 0;                     // compact links (dominated ones dropped)
   int max_paths_ = 0;                 // most paths of one pair
+  // Cuts for the lower bound: per cut, [cut_begin_[c], cut_begin_[c + 1]) of (pair, bytes factor)
+  // and the cut's total capacity.
+  std::vector<int> cut_begin_, cut_pair_;
+  std::vector<double> cut_factor_, cut_capacity_;
+  double bound_ = 0;                  // cut_bound() of this solve's traffic
   // Scratch, sized by init().
   std::vector<double> util_;          // seconds busy per compact link (load / capacity)
   std::vector<double> weight_;        // exponential cost per compact link

@@ -101,9 +101,11 @@ void check_gaps(const topo::Topology& topo, const char* label) {
     const double lp = lp_optimum(r, traffic);
     const double gap = out->max_congestion / lp - 1;
     worst = std::max(worst, gap);
-    std::printf("%s %-22s router %.6f ms  LP %.6f ms  gap %+.2f%%  (%d Newton passes%s)\n", label, name,
-                out->max_congestion * 1e3, lp * 1e3, gap * 100, out->passes, out->warm ? ", warm" : "");
+    std::printf("%s %-22s router %.6f ms  LP %.6f ms  gap %+.2f%%  bound %+.2f%%  (%d Newton passes%s)\n", label, name,
+                out->max_congestion * 1e3, lp * 1e3, gap * 100, (out->lower_bound / lp - 1) * 100, out->passes,
+                out->warm ? ", warm" : "");
     EXPECT_GE(gap, -1e-6) << name << ": the router beat the LP optimum";
+    EXPECT_LE(out->lower_bound, lp * (1 + 1e-6)) << name << ": the lower bound is above the LP optimum";
     EXPECT_LE(gap, 0.03) << name;
   };
   for (const Case& c : cases(r.ranks())) {
