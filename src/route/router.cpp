@@ -138,6 +138,15 @@ Result Router::init(const topo::Topology& t, const RouterOptions& opt) {
       cut_begin_.push_back(int(cut_pair_.size()));
     }
   }
+  // Each pair's paths' bottleneck capacities added up (what first_routing's bound divides by).
+  pair_capacity_.assign(paths_.pairs.size(), 0.0);
+  for (size_t pair = 0; pair < paths_.pairs.size(); ++pair) {
+    for (int p = pair_begin_[pair]; p < pair_begin_[pair + 1]; ++p) {
+      double widest_inv = 0;
+      for (int h = path_begin_[size_t(p)]; h < path_begin_[size_t(p) + 1]; ++h) widest_inv = std::max(widest_inv, hop_inv_cap_[size_t(h)]);
+      pair_capacity_[pair] += 1.0 / widest_inv;
+    }
+  }
   util_.assign(size_t(links_), 0.0);
   weight_.assign(size_t(links_), 0.0);
   scratch_.assign(size_t(total_paths()), 0.0);
@@ -149,9 +158,13 @@ Result Router::init(const topo::Topology& t, const RouterOptions& opt) {
 }
 
 double Router::max_util() const {
-  double worst = 0;
-  for (double u : util_) worst = std::max(worst, u);
-  return worst;
+  // Four running maxima: one would wait on each comparison before the next.
+  double m[4] = {0, 0, 0, 0};
+  const size_t n = util_.size(), n4 = n & ~size_t(3);
+  for (size_t e = 0; e < n4; e += 4)
+    for (size_t j = 0; j < 4; ++j) m[j] = std::max(m[j], util_[e + j]);
+  for (size_t e = n4; e < n; ++e) m[0] = std::max(m[0], util_[e]);
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
 }
 
 // A lower bound on the optimum (the LP's max congestion over the same paths), from cuts: every
@@ -221,15 +234,7 @@ void Router::first_routing(const Traffic& t) {
   // A lower bound on the optimum, for the first round's reference: the pre-loaded links, and
   // for each flow its bytes over the sum of its paths' bottleneck capacities.
   double bound = max_util();
-  for (int pair : flows_) {
-    double cap = 0;
-    for (int p = pair_begin_[size_t(pair)]; p < pair_begin_[size_t(pair) + 1]; ++p) {
-      double widest_inv = 0;
-      for (int h = path_begin_[size_t(p)]; h < path_begin_[size_t(p) + 1]; ++h) widest_inv = std::max(widest_inv, hop_inv_cap_[size_t(h)]);
-      cap += 1.0 / widest_inv;
-    }
-    bound = std::max(bound, t.bytes[size_t(pair)] / cap);
-  }
+  for (int pair : flows_) bound = std::max(bound, t.bytes[size_t(pair)] / pair_capacity_[size_t(pair)]);
   const int rounds = std::max(1, opt_.rounds);
   const double slice = 1.0 / rounds;
   double worst = 0;
