@@ -138,6 +138,10 @@ Result Router::init(const topo::Topology& t, const RouterOptions& opt) {
       cut_begin_.push_back(int(cut_pair_.size()));
     }
   }
+  // Each path's cost at weight 1 on every hop, summed as first_routing sums its costs.
+  path_floor_.assign(paths, 0.0);
+  for (size_t p = 0; p < paths; ++p)
+    for (int h = path_begin_[p]; h < path_begin_[p + 1]; ++h) path_floor_[p] += hop_inv_cap_[size_t(h)];
   // Each pair's paths' bottleneck capacities added up (what first_routing's bound divides by).
   pair_capacity_.assign(paths_.pairs.size(), 0.0);
   for (size_t pair = 0; pair < paths_.pairs.size(); ++pair) {
@@ -246,6 +250,10 @@ void Router::first_routing(const Traffic& t) {
       int best = -1;
       double best_cost = HUGE_VAL;
       for (int p = pair_begin_[size_t(pair)]; p < pair_begin_[size_t(pair) + 1]; ++p) {
+        // Every weight is at least 1 (utilisations are >= 0), so a path costs at least its
+        // floor: one that cannot beat the cheapest so far is not summed (on a mesh with
+        // light links, every relay once the direct path is priced).
+        if (path_floor_[size_t(p)] >= best_cost) continue;
         double cost = 0;
         for (int h = path_begin_[size_t(p)]; h < path_begin_[size_t(p) + 1]; ++h) cost += weight_[size_t(hop_link_[size_t(h)])] * hop_inv_cap_[size_t(h)];
         if (cost < best_cost) best_cost = cost, best = p;
@@ -397,7 +405,9 @@ int Router::route(const Traffic& t, const std::vector<double>* previous) {
     bool dust = false;
     for (int p = p0; p < p1; ++p) {
       const double x = scratch_[size_t(p)];
-      if (x < 1e-4) dust |= x != 0; else sum += x;
+      const bool small = x < 1e-4;  // without a branch: which paths are dust is hard to predict
+      dust |= small & (x != 0);
+      sum += small ? 0.0 : x;
     }
     if (!dust && sum == 1.0) continue;
     const double bytes = t.bytes[size_t(pair)];
@@ -425,7 +435,11 @@ Result Router::solve(const Traffic& t, Routing* out) {
   out->lower_bound = bound_;
   const double fresh = max_util();
   out->passes = passes;
-  if (have_previous) {
+  // Any routing's max is at least bound_, the previous one's too: a new max that far below the
+  // bound wins without evaluating the previous routing (only with a negative hysteresis, "always
+  // take the new routing"; the margin covers rounding).
+  const bool wins_anyway = fresh < bound_ * (1.0 - opt_.hysteresis) * (1 - 1e-9);
+  if (have_previous && !wins_anyway) {
     const double old = congestion(t, out->fraction);
     if (!(fresh < old * (1.0 - opt_.hysteresis))) {
       out->max_congestion = old;

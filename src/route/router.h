@@ -104,6 +104,7 @@ class Router {
   int links_ = 0;                     // compact links (dominated ones dropped)
   int max_paths_ = 0;                 // most paths of one pair
   std::vector<double> pair_capacity_; // [pair] sum of its paths' bottleneck capacities
+  std::vector<double> path_floor_;    // [path] sum of its hops' seconds per byte
   // Cuts for the lower bound: per cut, [cut_begin_[c], cut_begin_[c + 1]) of (pair, bytes factor)
   // and the cut's total capacity.
   std::vector<int> cut_begin_, cut_pair_;
