@@ -34,7 +34,7 @@ struct RouterOptions {
   // within bound_gap (relative) of a lower bound on the optimum: the most any GPU must send or
   // receive over the capacity of its first or last hops (see Router::cut_bound).
   double bound_gap = 0.02;
-  int bound_after = 4;
+  int bound_after = 3;
   double direct_threshold = 0;   // flows below this many bytes go on their first (direct) path
   double hysteresis = 0.05;      // keep the previous routing unless the new one is this much better
   // Start from the previous routing in `out` (when valid) instead of the multiplicative-weights
