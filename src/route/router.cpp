@@ -295,8 +295,9 @@ void Router::start_from(const Traffic& t, const std::vector<double>& previous) {
 // w_e = 2^(k util_e). Each flow in turn moves to the minimiser of that diagonal quadratic model
 // on its simplex of fractions (Bertsekas-Gafni gradient projection; the multiplier mu found by
 // dropping paths that would go negative), and the costs of the links it touched are updated at
-// once. alpha doubles each pass from refine_start to refine_alpha (a steep cost from the start
-// takes tiny Newton steps); the passes stop when a full-steepness pass no longer lowers the max.
+// once. alpha grows refine_growth-fold each pass from refine_start to refine_alpha (a steep cost
+// from the start takes tiny Newton steps); the passes stop when a full-steepness pass no longer
+// lowers the max, or leaves it within bound_gap of the cut bound.
 int Router::refine(const Traffic& t, bool warm) {
   double worst = max_util();
   // From a previous routing, which is close, steeper at once (log-domain steps are not limited

@@ -1,7 +1,8 @@
 // NIMBLE's router: capacity-normalised minimum-congestion multi-commodity routing over the
 // candidate paths of route/paths.h (docs/ROUTING.md): a few multiplicative-weights rounds for a
 // first routing, then projected Newton passes on an exponential soft-max of link utilisation
-// whose steepness doubles each pass, stopping once the most loaded link stops improving.
+// whose steepness grows each pass, stopping once the most loaded link stops improving or a cut
+// lower bound on the optimum proves it close enough.
 //
 // Built once per topology: paths and a compact index of the directed links they use are
 // precomputed, and solve() allocates nothing once `out` has been sized by a first solve.
