@@ -12,18 +12,90 @@ namespace {
 constexpr int kSendQueue = device::kQueueD2H;
 constexpr int kForwardQueue = device::kQueueH2D;
 
-char* at(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-const char* at(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
+using Flows = std::vector<route::FlowBuffer>;
+
+size_t total_bytes(const Flows& flows) {
+  size_t sum = 0;
+  for (const route::FlowBuffer& f : flows) sum += f.bytes;
+  return sum;
+}
+
+// Copies `bytes` from offset `from_at` of the block laid out as `from` to offset `to_at` of the
+// block laid out as `to`: one copy per stretch in which neither side changes flow, `done` raised
+// by the last (a queue runs in order, so the last finishing means all did).
+Result copy_between(device::Backend* backend, int queue, const Flows& to, size_t to_at, const Flows& from,
+                    size_t from_at, size_t bytes, device::Signal done) {
+  size_t ti = 0, fi = 0;
+  while (ti < to.size() && to_at >= to[ti].bytes) to_at -= to[ti++].bytes;
+  while (fi < from.size() && from_at >= from[fi].bytes) from_at -= from[fi++].bytes;
+  while (bytes > 0) {
+    if (ti >= to.size() || fi >= from.size())
+      return fail(Result::InternalError, "routed exchange: a range runs past its flows' buffers");
+    const size_t n = std::min({bytes, to[ti].bytes - to_at, from[fi].bytes - from_at});
+    BRAID_TRY(backend->copy(queue, static_cast<char*>(to[ti].data) + to_at,
+                            static_cast<const char*>(from[fi].data) + from_at, n,
+                            n == bytes ? done : device::Signal{}));
+    bytes -= n;
+    to_at += n;
+    from_at += n;
+    if (to_at == to[ti].bytes) ++ti, to_at = 0;
+    if (from_at == from[fi].bytes) ++fi, from_at = 0;
+  }
+  return Result::Success;
+}
+
+// The pair's flows, checked against the plan's block size (the application's buffers must hold
+// exactly what the plan moves).
+Result flows_of(const std::vector<Flows>& side, const route::ExchangeLayout& l, int s, int d, const char* what,
+                const Flows** out) {
+  const size_t pair = size_t(s) * size_t(l.ranks) + size_t(d);
+  if (pair >= side.size() || total_bytes(side[pair]) != l.block_bytes(s, d))
+    return fail(Result::InvalidArgument, "routed exchange: the %s buffers of %d -> %d hold %zu bytes, the plan %zu", what,
+                s, d, pair < side.size() ? total_bytes(side[pair]) : size_t(0), l.block_bytes(s, d));
+  *out = &side[pair];
+  return Result::Success;
+}
 
 }  // namespace
+
+ExchangeBuffers packed_buffers(const route::ExchangeLayout& layout, const std::vector<const void*>& send,
+                               const std::vector<void*>& recv, std::vector<void*> scratch) {
+  const int n = layout.ranks;
+  ExchangeBuffers b;
+  b.send.resize(size_t(n) * size_t(n));
+  b.recv.resize(size_t(n) * size_t(n));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const size_t bytes = layout.block_bytes(s, d), pair = size_t(s) * size_t(n) + size_t(d);
+      b.send[pair] = {{const_cast<char*>(static_cast<const char*>(send[size_t(s)])) + layout.send_offset(s, d), bytes}};
+      b.recv[pair] = {{static_cast<char*>(recv[size_t(d)]) + layout.recv_offset(s, d), bytes}};
+    }
+  b.scratch = std::move(scratch);
+  return b;
+}
+
+ExchangeBuffers grouped_buffers(const std::vector<route::RankFlows>& every_rank, std::vector<void*> scratch) {
+  const size_t n = every_rank.size();
+  ExchangeBuffers b;
+  b.send.resize(n * n);
+  b.recv.resize(n * n);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t d = 0; d < n; ++d) {
+      if (d < every_rank[s].sends.size()) b.send[s * n + d] = every_rank[s].sends[d];
+      if (s < every_rank[d].recvs.size()) b.recv[s * n + d] = every_rank[d].recvs[s];
+    }
+  b.scratch = std::move(scratch);
+  return b;
+}
 
 Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
                     const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend, size_t slice_bytes,
                     double timeout_s) {
   const route::ExchangeLayout& l = plan.layout;
   const size_t n = size_t(l.ranks);
-  if (rank < 0 || size_t(rank) >= n || buffers.send.size() != n || buffers.recv.size() != n || buffers.scratch.size() != n)
-    return fail(Result::InvalidArgument, "routed exchange: buffers for %zu/%zu/%zu ranks, rank %d of %zu",
+  if (rank < 0 || size_t(rank) >= n || buffers.send.size() != n * n || buffers.recv.size() != n * n ||
+      buffers.scratch.size() != n)
+    return fail(Result::InvalidArgument, "routed exchange: buffers for %zu/%zu pairs and %zu ranks, rank %d of %zu",
                 buffers.send.size(), buffers.recv.size(), buffers.scratch.size(), rank, n);
   if (epoch == 0 || epoch >= (uint64_t(1) << 32) || slice_bytes == 0)
     return fail(Result::InvalidArgument, "routed exchange: epoch %llu (1 to 2^32-1), slice %zu bytes",
@@ -34,31 +106,50 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
   const uint64_t base = epoch << 32;
   auto slices = [&](const route::Transfer& t) { return t.via < 0 ? size_t(1) : (t.bytes + slice_bytes - 1) / slice_bytes; };
   auto slice = [&](const route::Transfer& t, size_t k) { return t.via < 0 ? t.bytes : std::min(slice_bytes, t.bytes - k * slice_bytes); };
+  auto scratch_of = [&](const route::Transfer& t) {
+    return Flows{{static_cast<char*>(buffers.scratch[size_t(t.via)]) + t.scratch_offset, t.bytes}};
+  };
+  // Every buffer this rank uses holds what the plan moves, checked before anything is queued (a
+  // rank that fails half-way would leave its peers waiting).
+  for (const route::Transfer& t : plan.transfers) {
+    const Flows* unused = nullptr;
+    if (t.src == rank) BRAID_TRY(flows_of(buffers.send, l, t.src, t.dst, "send", &unused));
+    if ((t.src == rank && t.via < 0) || t.via == rank) BRAID_TRY(flows_of(buffers.recv, l, t.src, t.dst, "receive", &unused));
+  }
   // This rank's receive buffer and scratch are free: the previous exchange finished here.
   signals.ready[size_t(rank)].store(epoch, std::memory_order_release);
-  // First hops out of this rank's send buffer, each once its target has entered.
+  // First hops out of this rank's send buffers, each once its target has entered.
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const route::Transfer& t = plan.transfers[i];
     if (t.src != rank) continue;
-    const char* from = at(buffers.send[size_t(t.src)], l.send_offset(t.src, t.dst) + t.begin);
+    const Flows *from = nullptr, *to = nullptr;
+    BRAID_TRY(flows_of(buffers.send, l, t.src, t.dst, "send", &from));
+    Flows scratch;
+    if (t.via < 0) {
+      BRAID_TRY(flows_of(buffers.recv, l, t.src, t.dst, "receive", &to));
+    } else {
+      scratch = scratch_of(t);
+      to = &scratch;
+    }
     BRAID_TRY(backend->wait(kSendQueue, {&signals.ready[size_t(t.via < 0 ? t.dst : t.via)], epoch}));
-    char* to = t.via < 0 ? at(buffers.recv[size_t(t.dst)], l.recv_offset(t.src, t.dst) + t.begin)
-                         : at(buffers.scratch[size_t(t.via)], t.scratch_offset);
+    const size_t to_begin = t.via < 0 ? t.begin : 0;
     std::atomic<uint64_t>* done = t.via < 0 ? &signals.landed[i] : &signals.relayed[i];
     for (size_t k = 0; k < slices(t); ++k)
-      BRAID_TRY(backend->copy(kSendQueue, to + k * slice_bytes, from + k * slice_bytes, slice(t, k), {done, base + k + 1}));
+      BRAID_TRY(copy_between(backend, kSendQueue, *to, to_begin + k * slice_bytes, *from, t.begin + k * slice_bytes,
+                             slice(t, k), {done, base + k + 1}));
   }
   // Second hops of the ranges this rank relays, slice by slice as the first hop brings them in.
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const route::Transfer& t = plan.transfers[i];
     if (t.via != rank) continue;
+    const Flows* to = nullptr;
+    BRAID_TRY(flows_of(buffers.recv, l, t.src, t.dst, "receive", &to));
+    const Flows from = scratch_of(t);
     BRAID_TRY(backend->wait(kForwardQueue, {&signals.ready[size_t(t.dst)], epoch}));
-    char* to = at(buffers.recv[size_t(t.dst)], l.recv_offset(t.src, t.dst) + t.begin);
-    const char* from = at(buffers.scratch[size_t(rank)], t.scratch_offset);
     for (size_t k = 0; k < slices(t); ++k) {
       BRAID_TRY(backend->wait(kForwardQueue, {&signals.relayed[i], base + k + 1}));
-      BRAID_TRY(backend->copy(kForwardQueue, to + k * slice_bytes, from + k * slice_bytes, slice(t, k),
-                              {&signals.landed[i], base + k + 1}));
+      BRAID_TRY(copy_between(backend, kForwardQueue, *to, t.begin + k * slice_bytes, from, k * slice_bytes,
+                             slice(t, k), {&signals.landed[i], base + k + 1}));
     }
   }
   // Done when everything this rank receives has landed and everything it sends or relays has

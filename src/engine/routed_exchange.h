@@ -12,15 +12,29 @@
 #include "common/result.h"
 #include "device/backend.h"
 #include "route/exchange_plan.h"
+#include "route/grouped_exchange.h"
 
 namespace braid::engine {
 
-// Every rank's buffers as this rank's backend addresses them (peer access / IPC handles).
+// Every rank's buffers as this rank's backend addresses them (peer access / IPC handles). Each
+// flow has its own buffer at each end: [s * ranks + d] lists the flows s sends d in NCCL's
+// matching order (the k-th send matches the k-th receive), and the pair's block that the plan
+// cuts is those flows one after another, at the sender (send) and at the receiver (recv). A rank
+// needs the pairs it sends, receives or relays into; the others may stay empty.
 struct ExchangeBuffers {
-  std::vector<const void*> send;  // [rank] packed send blocks (layout.send_offset)
-  std::vector<void*> recv;        // [rank] packed receive blocks (layout.recv_offset)
-  std::vector<void*> scratch;     // [rank] plan.scratch_bytes[rank] bytes
+  std::vector<std::vector<route::FlowBuffer>> send, recv;
+  std::vector<void*> scratch;  // [rank] plan.scratch_bytes[rank] bytes
 };
+
+// The buffers of a packed all-to-allv (ncclAlltoAll): one flow per pair, at the layout's
+// displacements inside each rank's one send and one receive buffer.
+ExchangeBuffers packed_buffers(const route::ExchangeLayout& layout, const std::vector<const void*>& send,
+                               const std::vector<void*>& recv, std::vector<void*> scratch);
+
+// The buffers of a send/recv group from every rank's flows (route::sort_into_flows), their
+// pointers as this rank addresses them: [s * ranks + d] takes rank s's sends to d and rank d's
+// receives from s.
+ExchangeBuffers grouped_buffers(const std::vector<route::RankFlows>& every_rank, std::vector<void*> scratch);
 
 // Counters every rank's queues can reach, never reset: each exchange raises them past every
 // value of the exchanges before it (its `epoch` is larger).

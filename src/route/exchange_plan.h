@@ -17,25 +17,34 @@
 
 namespace braid::route {
 
-// Elements each rank sends each rank, and where they sit: row-major ranks x ranks. Send blocks
-// of rank s are in destination order at send_offset(s, d), receive blocks of rank d in source
-// order at recv_offset(s, d) (NCCL-style displacements of a packed all-to-allv).
+// Elements each rank sends each rank: row-major ranks x ranks. A pair's block is what s sends d,
+// its flows one after another (the application's buffers, engine::ExchangeBuffers); the plan cuts
+// byte ranges of blocks. The offsets below place the blocks of a packed all-to-allv (send blocks
+// of rank s in destination order, receive blocks of rank d in source order, as ncclAlltoAll).
 struct ExchangeLayout {
   int ranks = 0;
-  size_t element_bytes = 1;
+  size_t element_bytes = 1;  // ranges are whole elements (1 for send/recv groups: any mix of types)
   std::vector<size_t> counts;  // [s * ranks + d] elements s sends d
   size_t count(int s, int d) const { return counts[size_t(s) * size_t(ranks) + size_t(d)]; }
+  size_t block_bytes(int s, int d) const { return count(s, d) * element_bytes; }
   size_t send_offset(int s, int d) const;  // bytes
   size_t recv_offset(int s, int d) const;  // bytes
   size_t send_bytes(int s) const;
   size_t recv_bytes(int d) const;
 };
 
-// One range of one flow: `bytes` from offset `begin` of the flow's block. via < 0: straight
+// Where one flow's bytes are at one end (the send buffer at the sender, the receive buffer at the
+// receiver), as the rank using it addresses them.
+struct FlowBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// One range of one pair's block: `bytes` from offset `begin`. via < 0: straight
 // from the sender to the receiver; else through relay rank `via`'s scratch at `scratch_offset`.
 struct Transfer {
   int src = 0, dst = 0, via = -1;
-  size_t begin = 0;           // offset inside the flow's block (bytes)
+  size_t begin = 0;           // offset inside the pair's block (bytes)
   size_t bytes = 0;
   size_t scratch_offset = 0;  // relays only
 };

@@ -36,14 +36,19 @@ std::vector<size_t> counts_of(const route::Traffic& t, size_t largest) {
   return c;
 }
 
+// The sizes in bytes of the flows of each pair [s * n + d], in matching order; empty: one flow
+// per pair in one packed send and one packed receive buffer per rank (ncclAlltoAll's layout).
+using FlowSizes = std::vector<std::vector<size_t>>;
+
 // Everything every rank touches, in one MAP_SHARED mapping made before any fork, so that the
 // same addresses are every rank's buffers in threads and in processes alike.
 struct SharedExchange {
-  explicit SharedExchange(const route::ExchangePlan& plan) {
+  SharedExchange(const route::ExchangePlan& plan, const FlowSizes& flows = {}) {
     const auto& l = plan.layout;
     const size_t n = size_t(l.ranks);
-    size_t total = (2 * plan.transfers.size() + n) * sizeof(std::atomic<uint64_t>) + n * sizeof(int);
-    for (size_t r = 0; r < n; ++r) total += l.send_bytes(int(r)) + l.recv_bytes(int(r)) + plan.scratch_bytes[r] + 3 * 128;  // take() pads each to 64 and adds 64
+    size_t total = (2 * plan.transfers.size() + n) * sizeof(std::atomic<uint64_t>) + n * sizeof(int) + 64;
+    for (size_t r = 0; r < n; ++r) total += l.send_bytes(int(r)) + l.recv_bytes(int(r)) + plan.scratch_bytes[r] + 3 * 256;  // take() pads each to 64 and adds 128
+    for (const auto& pair : flows) total += pair.size() * 2 * 256;
     bytes = total;
     base = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     char* p = base;
@@ -55,20 +60,39 @@ struct SharedExchange {
     p += plan.transfers.size() * sizeof(std::atomic<uint64_t>);
     results = reinterpret_cast<int*>(p);
     p += n * sizeof(int);
+    // Odd offsets (4 bytes past each 64): copies must not rely on aligned buffers.
     auto take = [&](size_t size) {
-      char* q = p;
-      p += (size + 63) / 64 * 64 + 64;
+      char* q = p + 4;
+      p += (size + 63) / 64 * 64 + 128;
       return q;
     };
-    for (size_t r = 0; r < n; ++r) {
-      buffers.send.push_back(take(l.send_bytes(int(r))));
-      buffers.recv.push_back(take(l.recv_bytes(int(r))));
-      buffers.scratch.push_back(take(plan.scratch_bytes[r]));
+    std::vector<void*> scratch;
+    for (size_t r = 0; r < n; ++r) scratch.push_back(take(plan.scratch_bytes[r]));
+    if (flows.empty()) {
+      for (size_t r = 0; r < n; ++r) {
+        send_base.push_back(take(l.send_bytes(int(r))));
+        recv_base.push_back(take(l.recv_bytes(int(r))));
+      }
+      buffers = engine::packed_buffers(l, send_base, recv_base, scratch);
+      return;
+    }
+    // Each flow at its own place, the receive buffers in the reverse order of the sends: nothing
+    // may assume that a pair's flows sit one after another.
+    buffers.send.resize(n * n);
+    buffers.recv.resize(n * n);
+    buffers.scratch = scratch;
+    for (size_t pair = 0; pair < n * n; ++pair)
+      for (size_t size : flows[pair]) buffers.send[pair].push_back({take(size), size});
+    for (size_t pair = n * n; pair-- > 0;) {
+      buffers.recv[pair].resize(flows[pair].size());
+      for (size_t k = flows[pair].size(); k-- > 0;) buffers.recv[pair][k] = {take(flows[pair][k]), flows[pair][k]};
     }
   }
   ~SharedExchange() { munmap(base, bytes); }
   char* base = nullptr;
   size_t bytes = 0;
+  std::vector<const void*> send_base;
+  std::vector<void*> recv_base;
   engine::ExchangeBuffers buffers;
   engine::ExchangeSignals signals;
   int* results = nullptr;
@@ -132,20 +156,23 @@ std::vector<Case> cases(int n) {
           {"hot pair", hot_pair}};
 }
 
-void check_case(int n, const Case& c, Mode mode) {
-  SCOPED_TRACE(std::to_string(n) + " ranks, " + c.name + (mode == Mode::Threads ? ", threads" : ", processes"));
+// `layout` routed on an n-GPU NVLink mesh and cut into a plan (ranges from 256 bytes).
+void plan_on_mesh(const route::ExchangeLayout& layout, route::ExchangePlan* plan) {
   route::Router router;
-  ASSERT_EQ(router.init(route::testing::mesh(n)), Result::Success) << last_error();
-  route::ExchangeLayout layout;
-  layout.ranks = n;
-  layout.element_bytes = sizeof(uint32_t);
-  layout.counts = counts_of(c.traffic, 40000);
-  route::Traffic bytes(n);
+  ASSERT_EQ(router.init(route::testing::mesh(layout.ranks)), Result::Success) << last_error();
+  route::Traffic bytes(layout.ranks);
   for (size_t i = 0; i < bytes.bytes.size(); ++i) bytes.bytes[i] = double(layout.counts[i] * layout.element_bytes);
   route::Routing routing;
   ASSERT_EQ(router.solve(bytes, &routing), Result::Success);
+  ASSERT_EQ(route::build_exchange_plan(router, routing, layout, {.min_range_bytes = 256}, plan), Result::Success)
+      << last_error();
+}
+
+void check_case(int n, const Case& c, Mode mode) {
+  SCOPED_TRACE(std::to_string(n) + " ranks, " + c.name + (mode == Mode::Threads ? ", threads" : ", processes"));
+  const route::ExchangeLayout layout{n, sizeof(uint32_t), counts_of(c.traffic, 40000)};
   route::ExchangePlan plan;
-  ASSERT_EQ(route::build_exchange_plan(router, routing, layout, {.min_range_bytes = 256}, &plan), Result::Success) << last_error();
+  ASSERT_NO_FATAL_FAILURE(plan_on_mesh(layout, &plan));
   size_t relayed = 0;
   for (const route::Transfer& t : plan.transfers) relayed += t.via >= 0 ? t.bytes : 0;
   // A hot pair or a permutation leaves links idle that relays use (a hot receiver does not:
@@ -158,7 +185,7 @@ void check_case(int n, const Case& c, Mode mode) {
   // The reference, apart from the plan: its own displacements and fill.
   std::vector<std::vector<uint32_t>> expected(static_cast<size_t>(n));
   for (int s = 0; s < n; ++s) {
-    auto* send = static_cast<uint32_t*>(const_cast<void*>(shared.buffers.send[size_t(s)]));
+    auto* send = static_cast<uint32_t*>(const_cast<void*>(shared.send_base[size_t(s)]));
     size_t at = 0;
     for (int d = 0; d < n; ++d)
       for (size_t i = 0; i < layout.counts[size_t(s * n + d)]; ++i) send[at++] = element(s, d, i);
@@ -166,15 +193,153 @@ void check_case(int n, const Case& c, Mode mode) {
   for (int d = 0; d < n; ++d)
     for (int s = 0; s < n; ++s)
       for (size_t i = 0; i < layout.counts[size_t(s * n + d)]; ++i) expected[size_t(d)].push_back(element(s, d, i));
-  for (int d = 0; d < n; ++d) std::memset(shared.buffers.recv[size_t(d)], 0xab, expected[size_t(d)].size() * 4);
+  for (int d = 0; d < n; ++d) std::memset(shared.recv_base[size_t(d)], 0xab, expected[size_t(d)].size() * 4);
 
   const std::vector<Result> results = run_all(plan, shared, mode, 2);
   for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
   for (int d = 0; d < n; ++d) {
-    const auto* got = static_cast<const uint32_t*>(shared.buffers.recv[size_t(d)]);
+    const auto* got = static_cast<const uint32_t*>(shared.recv_base[size_t(d)]);
     for (size_t i = 0; i < expected[size_t(d)].size(); ++i)
       ASSERT_EQ(got[i], expected[size_t(d)][i]) << "rank " << d << " element " << i;
   }
+}
+
+// Byte i of the k-th flow rank s sends rank d (a send/recv group: any sizes, no element type).
+uint8_t flow_byte(int s, int d, size_t k, size_t i) { return uint8_t((element(s, d, i) >> 8) + k * 77); }
+
+// A pair's block cut into flows as a group of sends would: one to three flows of odd sizes, some
+// of them empty (count 0 calls still match).
+std::vector<size_t> cut_into_flows(size_t bytes, int s, int d) {
+  const int pieces = 1 + (s + 2 * d) % 3;
+  std::vector<size_t> sizes;
+  if ((s + d) % 4 == 0) sizes.push_back(0);
+  size_t left = bytes;
+  for (int k = 1; k < pieces; ++k) {
+    const size_t part = left / size_t(pieces - k + 1) + size_t(k);  // not a multiple of anything
+    sizes.push_back(std::min(part, left));
+    left -= sizes.back();
+  }
+  sizes.push_back(left);
+  return sizes;
+}
+
+// Flows at their own pointers, several per pair: the plan cuts each pair's block (its flows one
+// after another) and the executor finds every range's bytes in the flows' own buffers.
+void check_flows_case(int n, const Case& c, Mode mode) {
+  SCOPED_TRACE(std::to_string(n) + " ranks, own pointers, " + c.name + (mode == Mode::Threads ? ", threads" : ", processes"));
+  const route::ExchangeLayout layout{n, 1, counts_of(c.traffic, 150001)};
+  FlowSizes flows(size_t(n) * size_t(n));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) flows[size_t(s * n + d)] = cut_into_flows(layout.count(s, d), s, d);
+  route::ExchangePlan plan;
+  ASSERT_NO_FATAL_FAILURE(plan_on_mesh(layout, &plan));
+  size_t relayed = 0;
+  for (const route::Transfer& t : plan.transfers) relayed += t.via >= 0 ? 1 : 0;
+  EXPECT_GT(relayed, 0u) << "relays unused";
+
+  SharedExchange shared(plan, flows);
+  for (size_t pair = 0; pair < flows.size(); ++pair) {
+    const int s = int(pair) / n, d = int(pair) % n;
+    for (size_t k = 0; k < flows[pair].size(); ++k) {
+      auto* out = static_cast<uint8_t*>(shared.buffers.send[pair][k].data);
+      for (size_t i = 0; i < flows[pair][k]; ++i) out[i] = flow_byte(s, d, k, i);
+      std::memset(shared.buffers.recv[pair][k].data, 0xab, flows[pair][k]);
+    }
+  }
+  const std::vector<Result> results = run_all(plan, shared, mode, 2);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
+  for (size_t pair = 0; pair < flows.size(); ++pair) {
+    const int s = int(pair) / n, d = int(pair) % n;
+    for (size_t k = 0; k < flows[pair].size(); ++k) {
+      const auto* got = static_cast<const uint8_t*>(shared.buffers.recv[pair][k].data);
+      for (size_t i = 0; i < flows[pair][k]; ++i)
+        ASSERT_EQ(got[i], flow_byte(s, d, k, i)) << s << " -> " << d << " flow " << k << " byte " << i;
+    }
+  }
+}
+
+TEST(EngineRoutedExchange, FlowsAtTheirOwnPointersExactOnThreeToEightRanks) {
+  for (int n = 3; n <= 8; ++n)
+    for (const Case& c : cases(n))
+      if (c.name == "hot pair" || c.name == "permutation") check_flows_case(n, c, Mode::Threads);
+  for (const Case& c : cases(5))
+    if (c.name == "hot pair") check_flows_case(5, c, Mode::Processes);
+}
+
+// Each rank's calls of a send/recv group for `flows`, in an order of its own: receives first,
+// from the highest peer down, then sends; only the order per peer is NCCL's matching order.
+std::vector<route::PeerCall> calls_of(int rank, int n, const FlowSizes& flows, const engine::ExchangeBuffers* at) {
+  std::vector<route::PeerCall> calls;
+  for (int s = n; s-- > 0;) {
+    const size_t pair = size_t(s * n + rank);
+    for (size_t k = 0; k < flows[pair].size(); ++k)
+      calls.push_back({route::PeerCall::Recv, s, at ? at->recv[pair][k].data : nullptr, flows[pair][k]});
+  }
+  for (int d = 0; d < n; ++d) {
+    const size_t pair = size_t(rank * n + d);
+    for (size_t k = 0; k < flows[pair].size(); ++k)
+      calls.push_back({route::PeerCall::Send, d, at ? at->send[pair][k].data : nullptr, flows[pair][k]});
+  }
+  return calls;
+}
+
+// The whole way behind the API, on the CPU: every rank's calls sorted into flows, the summaries
+// agreed into one layout, routed, planned and run on the flows' own buffers.
+TEST(EngineRoutedExchange, GroupedCallsRecognisedRoutedAndRunExactly) {
+  for (int n : {3, 4, 6}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    route::Traffic hot(n);  // a hot pair and a trickle elsewhere, self-sends included
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) hot.at(s, d) = 0.02;
+    hot.at(1, n - 1) = 1;
+    const std::vector<size_t> sizes = counts_of(hot, 200003);
+    FlowSizes flows(sizes.size());
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) flows[size_t(s * n + d)] = cut_into_flows(sizes[size_t(s * n + d)], s, d);
+    std::vector<uint64_t> summaries;
+    for (int r = 0; r < n; ++r) {
+      route::RankFlows mine;
+      ASSERT_EQ(route::sort_into_flows(r, n, calls_of(r, n, flows, nullptr), &mine), Result::Success);
+      const std::vector<uint64_t> words = route::summarize(mine);
+      summaries.insert(summaries.end(), words.begin(), words.end());
+    }
+    route::ExchangeLayout layout;
+    ASSERT_EQ(route::agree_on_exchange(n, summaries, &layout), Result::Success) << last_error();
+    route::ExchangePlan plan;
+    ASSERT_NO_FATAL_FAILURE(plan_on_mesh(layout, &plan));
+    EXPECT_GT(route::relayed_ranges(plan), 0u);
+
+    SharedExchange shared(plan, flows);
+    std::vector<route::RankFlows> every_rank(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(route::sort_into_flows(r, n, calls_of(r, n, flows, &shared.buffers), &every_rank[size_t(r)]), Result::Success);
+    shared.buffers = engine::grouped_buffers(every_rank, shared.buffers.scratch);
+    for (size_t pair = 0; pair < flows.size(); ++pair)
+      for (size_t k = 0; k < flows[pair].size(); ++k) {
+        auto* out = static_cast<uint8_t*>(shared.buffers.send[pair][k].data);
+        for (size_t i = 0; i < flows[pair][k]; ++i) out[i] = flow_byte(int(pair) / n, int(pair) % n, k, i);
+      }
+    const std::vector<Result> results = run_all(plan, shared, Mode::Threads, 2);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
+    for (size_t pair = 0; pair < flows.size(); ++pair)
+      for (size_t k = 0; k < flows[pair].size(); ++k) {
+        const auto* got = static_cast<const uint8_t*>(shared.buffers.recv[pair][k].data);
+        for (size_t i = 0; i < flows[pair][k]; ++i)
+          ASSERT_EQ(got[i], flow_byte(int(pair) / n, int(pair) % n, k, i)) << "flow " << k << " of pair " << pair;
+      }
+  }
+}
+
+TEST(EngineRoutedExchange, BuffersThatDoNotHoldThePlanAreRefusedBeforeAnythingMoves) {
+  route::ExchangePlan plan;
+  ASSERT_NO_FATAL_FAILURE(plan_on_mesh({3, 1, std::vector<size_t>(9, 5000)}, &plan));
+  FlowSizes flows(9, std::vector<size_t>{5000});
+  flows[1] = {4000};  // rank 0's flow to rank 1 is short of its block
+  SharedExchange shared(plan, flows);
+  device::CpuBackend backend;
+  EXPECT_EQ(engine::run_exchange(plan, 0, shared.buffers, shared.signals, 1, &backend, 4096, 1.0), Result::InvalidArgument);
+  EXPECT_NE(std::string(last_error()).find("0 -> 1"), std::string::npos) << last_error();
+  EXPECT_EQ(shared.signals.ready[0].load(), 0u) << "rank 0 entered the exchange";
 }
 
 TEST(EngineRoutedExchange, SkewedMatricesExactOnThreeToEightRanksAsThreads) {

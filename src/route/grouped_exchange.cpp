@@ -1,0 +1,104 @@
+#include "route/grouped_exchange.h"
+
+#include <algorithm>
+
+namespace braid::route {
+
+namespace {
+
+// Folds the number of flows and each one's size, in order, into one word: equal words mean the
+// k-th flow has the same size on both ends for every k (up to a 64-bit collision).
+uint64_t fingerprint(const std::vector<FlowBuffer>& flows) {
+  auto mix = [](uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+  };
+  uint64_t h = mix(0x6272616964666c77ull, flows.size());
+  for (const FlowBuffer& f : flows) h = mix(h, f.bytes);
+  return h;
+}
+
+uint64_t total(const std::vector<FlowBuffer>& flows) {
+  uint64_t sum = 0;
+  for (const FlowBuffer& f : flows) sum += f.bytes;
+  return sum;
+}
+
+enum Word { kSendBytes = 0, kSendShape = 1, kRecvBytes = 2, kRecvShape = 3 };
+
+}  // namespace
+
+Result sort_into_flows(int rank, int ranks, const std::vector<PeerCall>& calls, RankFlows* out) {
+  if (ranks <= 0 || rank < 0 || rank >= ranks)
+    return fail(Result::InvalidArgument, "grouped exchange: rank %d of %d", rank, ranks);
+  out->rank = rank;
+  out->ranks = ranks;
+  out->sends.assign(size_t(ranks), {});
+  out->recvs.assign(size_t(ranks), {});
+  for (const PeerCall& c : calls) {
+    if (c.peer < 0 || c.peer >= ranks)
+      return fail(Result::InvalidArgument, "grouped exchange: rank %d's %s names peer %d of %d ranks", rank,
+                  c.kind == PeerCall::Send ? "ncclSend" : "ncclRecv", c.peer, ranks);
+    auto& side = c.kind == PeerCall::Send ? out->sends : out->recvs;
+    side[size_t(c.peer)].push_back({c.buffer, c.bytes});
+  }
+  return Result::Success;
+}
+
+std::vector<uint64_t> summarize(const RankFlows& flows) {
+  std::vector<uint64_t> words(size_t(flows.ranks) * kSummaryWords, 0);
+  for (int p = 0; p < flows.ranks; ++p) {
+    uint64_t* w = &words[size_t(p) * kSummaryWords];
+    w[kSendBytes] = total(flows.sends[size_t(p)]);
+    w[kSendShape] = fingerprint(flows.sends[size_t(p)]);
+    w[kRecvBytes] = total(flows.recvs[size_t(p)]);
+    w[kRecvShape] = fingerprint(flows.recvs[size_t(p)]);
+  }
+  return words;
+}
+
+Result agree_on_exchange(int ranks, const std::vector<uint64_t>& summaries, ExchangeLayout* out) {
+  const size_t n = size_t(ranks);
+  if (ranks <= 0 || summaries.size() != n * n * kSummaryWords)
+    return fail(Result::InvalidArgument, "grouped exchange: %zu summary words for %d ranks", summaries.size(), ranks);
+  auto word = [&](int rank, int peer, Word w) { return summaries[(size_t(rank) * n + size_t(peer)) * kSummaryWords + w]; };
+  out->ranks = ranks;
+  out->element_bytes = 1;
+  out->counts.assign(n * n, 0);
+  for (int s = 0; s < ranks; ++s)
+    for (int d = 0; d < ranks; ++d) {
+      const uint64_t sent = word(s, d, kSendBytes), received = word(d, s, kRecvBytes);
+      if (sent != received)
+        return fail(Result::InvalidArgument,
+                    "grouped send/recv: rank %d sends rank %d %llu bytes in this group, but rank %d receives %llu bytes "
+                    "from rank %d (each ncclSend must match its peer's ncclRecv in size)",
+                    s, d, static_cast<unsigned long long>(sent), d, static_cast<unsigned long long>(received), s);
+      if (word(s, d, kSendShape) != word(d, s, kRecvShape))
+        return fail(Result::InvalidArgument,
+                    "grouped send/recv: rank %d's sends to rank %d (%llu bytes) do not match rank %d's receives from "
+                    "rank %d call by call (the k-th ncclSend to a peer must have the size of the peer's k-th ncclRecv)",
+                    s, d, static_cast<unsigned long long>(sent), d, s);
+      out->counts[size_t(s) * n + size_t(d)] = size_t(sent);
+    }
+  return Result::Success;
+}
+
+ExchangeLayout alltoall_layout(int ranks, size_t count, size_t element_bytes) {
+  return {ranks, element_bytes, std::vector<size_t>(size_t(ranks) * size_t(ranks), count)};
+}
+
+size_t largest_flow_bytes(const ExchangeLayout& layout) {
+  size_t largest = 0;
+  for (int s = 0; s < layout.ranks; ++s)
+    for (int d = 0; d < layout.ranks; ++d)
+      if (s != d) largest = std::max(largest, layout.block_bytes(s, d));
+  return largest;
+}
+
+size_t relayed_ranges(const ExchangePlan& plan) {
+  return size_t(std::count_if(plan.transfers.begin(), plan.transfers.end(), [](const Transfer& t) { return t.via >= 0; }));
+}
+
+}  // namespace braid::route
