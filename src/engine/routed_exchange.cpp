@@ -90,25 +90,41 @@ ExchangeBuffers grouped_buffers(const std::vector<route::RankFlows>& every_rank,
 
 Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
                     const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend, size_t slice_bytes,
-                    double timeout_s) {
+                    double timeout_s, Completion completion) {
   const route::ExchangeLayout& l = plan.layout;
   const size_t n = size_t(l.ranks);
   if (rank < 0 || size_t(rank) >= n || buffers.send.size() != n * n || buffers.recv.size() != n * n ||
-      buffers.scratch.size() != n)
-    return fail(Result::InvalidArgument, "routed exchange: buffers for %zu/%zu pairs and %zu ranks, rank %d of %zu",
-                buffers.send.size(), buffers.recv.size(), buffers.scratch.size(), rank, n);
+      buffers.scratch.size() != n || signals.ready.size() != n || signals.sent.size() != n ||
+      signals.forwarded.size() != n)
+    return fail(Result::InvalidArgument, "routed exchange: buffers for %zu/%zu pairs and %zu ranks, signals for %zu ranks, rank %d of %zu",
+                buffers.send.size(), buffers.recv.size(), buffers.scratch.size(), signals.ready.size(), rank, n);
   if (epoch == 0 || epoch >= (uint64_t(1) << 32) || slice_bytes == 0)
     return fail(Result::InvalidArgument, "routed exchange: epoch %llu (1 to 2^32-1), slice %zu bytes",
                 static_cast<unsigned long long>(epoch), slice_bytes);
-  // Per-range counters hold epoch << 32 + slices done, so a value of an earlier exchange is
-  // below every wait of this one. A direct range is one slice; a relayed one is cut into slices
-  // so that the relay forwards each slice as soon as it is in (the two hops overlap).
+  // Counters hold epoch << 32 + copies done, so a value of an earlier exchange is below every
+  // wait of this one. A direct range is one copy; a relayed one is cut into slices so that the
+  // relay forwards each slice as soon as it is in (the two hops overlap).
   const uint64_t base = epoch << 32;
   auto slices = [&](const route::Transfer& t) { return t.via < 0 ? size_t(1) : (t.bytes + slice_bytes - 1) / slice_bytes; };
   auto slice = [&](const route::Transfer& t, size_t k) { return t.via < 0 ? t.bytes : std::min(slice_bytes, t.bytes - k * slice_bytes); };
   auto scratch_of = [&](const route::Transfer& t) {
     return Flows{{static_cast<char*>(buffers.scratch[size_t(t.via)]) + t.scratch_offset, t.bytes}};
   };
+  // Where each transfer's slices sit in its writers' queues: the first hop in the sender's send
+  // queue, the second in the relay's forward queue (positions from 1, the same on every rank).
+  std::vector<uint64_t> first_at(plan.transfers.size()), second_at(plan.transfers.size());
+  {
+    std::vector<uint64_t> sends(n, 0), forwards(n, 0);
+    for (size_t i = 0; i < plan.transfers.size(); ++i) {
+      const route::Transfer& t = plan.transfers[i];
+      first_at[i] = sends[size_t(t.src)] + 1;
+      sends[size_t(t.src)] += slices(t);
+      if (t.via >= 0) {
+        second_at[i] = forwards[size_t(t.via)] + 1;
+        forwards[size_t(t.via)] += slices(t);
+      }
+    }
+  }
   // Every buffer this rank uses holds what the plan moves, checked before anything is queued (a
   // rank that fails half-way would leave its peers waiting).
   for (const route::Transfer& t : plan.transfers) {
@@ -116,8 +132,9 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
     if (t.src == rank) BRAID_TRY(flows_of(buffers.send, l, t.src, t.dst, "send", &unused));
     if ((t.src == rank && t.via < 0) || t.via == rank) BRAID_TRY(flows_of(buffers.recv, l, t.src, t.dst, "receive", &unused));
   }
-  // This rank's receive buffer and scratch are free: the previous exchange finished here.
-  signals.ready[size_t(rank)].store(epoch, std::memory_order_release);
+  // This rank's receive buffers and scratch are free: the previous exchange finished here (on
+  // GPUs: the user's stream reached this exchange, and it joined the previous one's end).
+  BRAID_TRY(backend->raise(kSendQueue, {signals.ready[size_t(rank)], epoch}));
   // First hops out of this rank's send buffers, each once its target has entered.
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const route::Transfer& t = plan.transfers[i];
@@ -131,12 +148,11 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
       scratch = scratch_of(t);
       to = &scratch;
     }
-    BRAID_TRY(backend->wait(kSendQueue, {&signals.ready[size_t(t.via < 0 ? t.dst : t.via)], epoch}));
+    BRAID_TRY(backend->wait(kSendQueue, {signals.ready[size_t(t.via < 0 ? t.dst : t.via)], epoch}));
     const size_t to_begin = t.via < 0 ? t.begin : 0;
-    std::atomic<uint64_t>* done = t.via < 0 ? &signals.landed[i] : &signals.relayed[i];
     for (size_t k = 0; k < slices(t); ++k)
       BRAID_TRY(copy_between(backend, kSendQueue, *to, to_begin + k * slice_bytes, *from, t.begin + k * slice_bytes,
-                             slice(t, k), {done, base + k + 1}));
+                             slice(t, k), {signals.sent[size_t(rank)], base + first_at[i] + k}));
   }
   // Second hops of the ranges this rank relays, slice by slice as the first hop brings them in.
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
@@ -145,31 +161,52 @@ Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuf
     const Flows* to = nullptr;
     BRAID_TRY(flows_of(buffers.recv, l, t.src, t.dst, "receive", &to));
     const Flows from = scratch_of(t);
-    BRAID_TRY(backend->wait(kForwardQueue, {&signals.ready[size_t(t.dst)], epoch}));
+    BRAID_TRY(backend->wait(kForwardQueue, {signals.ready[size_t(t.dst)], epoch}));
     for (size_t k = 0; k < slices(t); ++k) {
-      BRAID_TRY(backend->wait(kForwardQueue, {&signals.relayed[i], base + k + 1}));
+      BRAID_TRY(backend->wait(kForwardQueue, {signals.sent[size_t(t.src)], base + first_at[i] + k}));
       BRAID_TRY(copy_between(backend, kForwardQueue, *to, t.begin + k * slice_bytes, from, k * slice_bytes,
-                             slice(t, k), {&signals.landed[i], base + k + 1}));
+                             slice(t, k), {signals.forwarded[size_t(rank)], base + second_at[i] + k}));
     }
   }
-  // Done when everything this rank receives has landed and everything it sends or relays has
-  // left (its send buffer and scratch are then free again).
-  const auto start = std::chrono::steady_clock::now();
+  // Done when everything this rank receives has landed (per writer queue, its last copy into this
+  // rank) and its own queues finished (its send buffers and scratch are then free again).
+  std::vector<device::Signal> until;
+  auto last_into_me = [&](std::vector<std::atomic<uint64_t>*> const& counters, int writer, uint64_t position) {
+    for (device::Signal& u : until)
+      if (u.counter == counters[size_t(writer)]) return void(u.value = std::max(u.value, base + position));
+    until.push_back({counters[size_t(writer)], base + position});
+  };
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const route::Transfer& t = plan.transfers[i];
-    if (t.dst != rank && t.src != rank && t.via != rank) continue;
-    std::atomic<uint64_t>& done = t.via >= 0 && t.src == rank ? signals.relayed[i] : signals.landed[i];
-    const uint64_t all = base + slices(t);
+    if (t.dst != rank) continue;
+    if (t.via < 0) last_into_me(signals.sent, t.src, first_at[i]);
+    else last_into_me(signals.forwarded, t.via, second_at[i] + slices(t) - 1);
+  }
+  if (completion == Completion::QueuesWait) {
+    // The forward queue ends after them; the caller's end_collective joins both queues.
+    for (const device::Signal& u : until) BRAID_TRY(backend->wait(kForwardQueue, u));
+    return Result::Success;
+  }
+  uint64_t mine_sent = 0, mine_forwarded = 0;
+  for (size_t i = 0; i < plan.transfers.size(); ++i) {
+    const route::Transfer& t = plan.transfers[i];
+    if (t.src == rank) mine_sent = first_at[i] + slices(t) - 1;
+    if (t.via == rank) mine_forwarded = second_at[i] + slices(t) - 1;
+  }
+  if (mine_sent > 0) until.push_back({signals.sent[size_t(rank)], base + mine_sent});
+  if (mine_forwarded > 0) until.push_back({signals.forwarded[size_t(rank)], base + mine_forwarded});
+  const auto start = std::chrono::steady_clock::now();
+  for (const device::Signal& u : until) {
     device::Backoff backoff;
-    while (done.load(std::memory_order_acquire) < all) {
+    while (u.counter->load(std::memory_order_acquire) < u.value) {
       backoff.pause();
       if (!backoff.sleeping()) continue;
       std::string message;
       if (backend->status(&message) != Result::Success)
         return fail(Result::InternalError, "routed exchange: rank %d's device failed: %s", rank, message.c_str());
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
-        return fail(Result::RemoteError, "routed exchange: rank %d waited %.0f s for transfer %zu (%d -> %d via %d)", rank,
-                    timeout_s, i, t.src, t.dst, t.via);
+        return fail(Result::RemoteError, "routed exchange: rank %d waited %.0f s for its peers' copies (epoch %llu)", rank,
+                    timeout_s, static_cast<unsigned long long>(epoch));
     }
   }
   return Result::Success;

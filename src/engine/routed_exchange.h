@@ -36,18 +36,27 @@ ExchangeBuffers packed_buffers(const route::ExchangeLayout& layout, const std::v
 // receives from s.
 ExchangeBuffers grouped_buffers(const std::vector<route::RankFlows>& every_rank, std::vector<void*> scratch);
 
-// Counters every rank's queues can reach, never reset: each exchange raises them past every
-// value of the exchanges before it (its `epoch` is larger).
+// Three counters per rank that every rank's queues can reach (pointers: on GPUs they sit in each
+// rank's record of the control segment), never reset: each exchange raises them past every value
+// of the exchanges before it (its `epoch` is larger). A queue runs in order, so one counter per
+// queue tells how far it got: every rank has the same plan and knows at which position of the
+// writer's queue each copy sits.
 struct ExchangeSignals {
-  std::atomic<uint64_t>* ready = nullptr;    // [rank] = epoch once it entered this exchange:
-                                             // its receive buffer and scratch may be written
-  std::atomic<uint64_t>* relayed = nullptr;  // [transfer] epoch << 32 + slices in the relay's scratch
-  std::atomic<uint64_t>* landed = nullptr;   // [transfer] epoch << 32 + slices in the receiver's buffer
+  std::vector<std::atomic<uint64_t>*> ready;      // [rank] = epoch once it entered this exchange:
+                                                  // its receive buffers and scratch may be written
+  std::vector<std::atomic<uint64_t>*> sent;       // [rank] epoch << 32 + slices its send queue copied
+  std::vector<std::atomic<uint64_t>*> forwarded;  // [rank] the same for its relay queue
 };
 
-// Raises this rank's `ready`, enqueues its copies and forwards, then waits (at most
-// `timeout_s`) until every range it receives has landed and every copy out of its send buffer
-// and scratch has finished. A copy into a peer's buffer or scratch first waits for that peer's
+// How run_exchange ends: the host waits (at most `timeout_s`) until this rank's part is done, or
+// the waits go on the backend's queues and it returns once everything is queued (GPUs: between
+// begin_collective and end_collective, so the user's stream joins the queues' end; the backend
+// bounds the waits).
+enum class Completion { HostWaits, QueuesWait };
+
+// Raises this rank's `ready` on its send queue, enqueues its copies and forwards, then the
+// completion: every range it receives has landed and every copy out of its send buffers and
+// scratch has finished. A copy into a peer's buffer or scratch first waits for that peer's
 // `ready` (it may still be reading them in the previous exchange, or the user its results).
 // Sends go on one queue that waits only for `ready` (raised by each rank on entry, behind
 // nothing) and forwards on another that waits for sends and `ready`, so no queue can wait on a
@@ -56,6 +65,7 @@ struct ExchangeSignals {
 // `slice_bytes`, each forwarded as soon as it is in the relay's scratch.
 Result run_exchange(const route::ExchangePlan& plan, int rank, const ExchangeBuffers& buffers,
                     const ExchangeSignals& signals, uint64_t epoch, device::Backend* backend,
-                    size_t slice_bytes = size_t{512} << 10, double timeout_s = 30.0);
+                    size_t slice_bytes = size_t{512} << 10, double timeout_s = 30.0,
+                    Completion completion = Completion::HostWaits);
 
 }  // namespace braid::engine

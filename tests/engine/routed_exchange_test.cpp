@@ -46,18 +46,17 @@ struct SharedExchange {
   SharedExchange(const route::ExchangePlan& plan, const FlowSizes& flows = {}) {
     const auto& l = plan.layout;
     const size_t n = size_t(l.ranks);
-    size_t total = (2 * plan.transfers.size() + n) * sizeof(std::atomic<uint64_t>) + n * sizeof(int) + 64;
+    size_t total = 3 * n * sizeof(std::atomic<uint64_t>) + n * sizeof(int) + 64;
     for (size_t r = 0; r < n; ++r) total += l.send_bytes(int(r)) + l.recv_bytes(int(r)) + plan.scratch_bytes[r] + 3 * 256;  // take() pads each to 64 and adds 128
     for (const auto& pair : flows) total += pair.size() * 2 * 256;
     bytes = total;
     base = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     char* p = base;
-    signals.ready = new (p) std::atomic<uint64_t>[n]();
-    p += n * sizeof(std::atomic<uint64_t>);
-    signals.relayed = new (p) std::atomic<uint64_t>[plan.transfers.size()]();
-    p += plan.transfers.size() * sizeof(std::atomic<uint64_t>);
-    signals.landed = new (p) std::atomic<uint64_t>[plan.transfers.size()]();
-    p += plan.transfers.size() * sizeof(std::atomic<uint64_t>);
+    for (auto* counters : {&signals.ready, &signals.sent, &signals.forwarded})
+      for (size_t r = 0; r < n; ++r) {
+        counters->push_back(new (p) std::atomic<uint64_t>(0));
+        p += sizeof(std::atomic<uint64_t>);
+      }
     results = reinterpret_cast<int*>(p);
     p += n * sizeof(int);
     // Odd offsets (4 bytes past each 64): copies must not rely on aligned buffers.
@@ -101,7 +100,10 @@ struct SharedExchange {
 enum class Mode { Threads, Processes };
 
 // Runs the exchange `epochs` times on every rank; returns each rank's result.
-std::vector<Result> run_all(const route::ExchangePlan& plan, SharedExchange& shared, Mode mode, int epochs) {
+// With Completion::QueuesWait (as on GPUs) the rank then waits for its two queues' ends, as a
+// user's stream joined to them would.
+std::vector<Result> run_all(const route::ExchangePlan& plan, SharedExchange& shared, Mode mode, int epochs,
+                            engine::Completion completion = engine::Completion::HostWaits) {
   const int n = plan.layout.ranks;
   auto body = [&](int rank) {
     device::CpuBackend backend;
@@ -109,7 +111,16 @@ std::vector<Result> run_all(const route::ExchangePlan& plan, SharedExchange& sha
     if (backend.register_host(shared.base, shared.bytes) != Result::Success) return Result::SystemError;
     for (int e = 1; e <= epochs; ++e) {
       // Slices of 4 KiB: relayed ranges (up to ~100 KiB here) move in many slices.
-      const Result r = engine::run_exchange(plan, rank, shared.buffers, shared.signals, uint64_t(e), &backend, 4096, 20.0);
+      Result r = engine::run_exchange(plan, rank, shared.buffers, shared.signals, uint64_t(e), &backend, 4096, 20.0, completion);
+      if (r == Result::Success && completion == engine::Completion::QueuesWait) {
+        std::atomic<uint64_t> ends[2] = {0, 0};  // signal memory is registered memory
+        if (backend.register_host(ends, sizeof ends) != Result::Success) return Result::SystemError;
+        for (int q : {0, 1})
+          if (backend.raise(q == 0 ? device::kQueueD2H : device::kQueueH2D, {&ends[q], 1}) != Result::Success)
+            return Result::InternalError;
+        while (ends[0].load() == 0 || ends[1].load() == 0) std::this_thread::yield();
+        backend.unregister_host(ends);
+      }
       if (r != Result::Success) {
         std::fprintf(stderr, "rank %d: %s\n", rank, last_error());
         return r;
@@ -223,10 +234,32 @@ std::vector<size_t> cut_into_flows(size_t bytes, int s, int d) {
   return sizes;
 }
 
+// Every flow's send buffer filled with its own bytes, every receive buffer with 0xab.
+void fill_flows(SharedExchange& shared, const FlowSizes& flows, int n) {
+  for (size_t pair = 0; pair < flows.size(); ++pair)
+    for (size_t k = 0; k < flows[pair].size(); ++k) {
+      auto* out = static_cast<uint8_t*>(shared.buffers.send[pair][k].data);
+      for (size_t i = 0; i < flows[pair][k]; ++i) out[i] = flow_byte(int(pair) / n, int(pair) % n, k, i);
+      std::memset(shared.buffers.recv[pair][k].data, 0xab, flows[pair][k]);
+    }
+}
+
+// Every flow's receive buffer holds what the matching send held.
+void expect_flows(const SharedExchange& shared, const FlowSizes& flows, int n) {
+  for (size_t pair = 0; pair < flows.size(); ++pair)
+    for (size_t k = 0; k < flows[pair].size(); ++k) {
+      const auto* got = static_cast<const uint8_t*>(shared.buffers.recv[pair][k].data);
+      for (size_t i = 0; i < flows[pair][k]; ++i)
+        ASSERT_EQ(got[i], flow_byte(int(pair) / n, int(pair) % n, k, i))
+            << int(pair) / n << " -> " << int(pair) % n << " flow " << k << " byte " << i;
+    }
+}
+
 // Flows at their own pointers, several per pair: the plan cuts each pair's block (its flows one
 // after another) and the executor finds every range's bytes in the flows' own buffers.
-void check_flows_case(int n, const Case& c, Mode mode) {
-  SCOPED_TRACE(std::to_string(n) + " ranks, own pointers, " + c.name + (mode == Mode::Threads ? ", threads" : ", processes"));
+void check_flows_case(int n, const Case& c, Mode mode, engine::Completion completion = engine::Completion::HostWaits) {
+  SCOPED_TRACE(std::to_string(n) + " ranks, own pointers, " + c.name + (mode == Mode::Threads ? ", threads" : ", processes") +
+               (completion == engine::Completion::QueuesWait ? ", waits on the queues" : ""));
   const route::ExchangeLayout layout{n, 1, counts_of(c.traffic, 150001)};
   FlowSizes flows(size_t(n) * size_t(n));
   for (int s = 0; s < n; ++s)
@@ -238,24 +271,10 @@ void check_flows_case(int n, const Case& c, Mode mode) {
   EXPECT_GT(relayed, 0u) << "relays unused";
 
   SharedExchange shared(plan, flows);
-  for (size_t pair = 0; pair < flows.size(); ++pair) {
-    const int s = int(pair) / n, d = int(pair) % n;
-    for (size_t k = 0; k < flows[pair].size(); ++k) {
-      auto* out = static_cast<uint8_t*>(shared.buffers.send[pair][k].data);
-      for (size_t i = 0; i < flows[pair][k]; ++i) out[i] = flow_byte(s, d, k, i);
-      std::memset(shared.buffers.recv[pair][k].data, 0xab, flows[pair][k]);
-    }
-  }
-  const std::vector<Result> results = run_all(plan, shared, mode, 2);
+  fill_flows(shared, flows, n);
+  const std::vector<Result> results = run_all(plan, shared, mode, 3, completion);
   for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
-  for (size_t pair = 0; pair < flows.size(); ++pair) {
-    const int s = int(pair) / n, d = int(pair) % n;
-    for (size_t k = 0; k < flows[pair].size(); ++k) {
-      const auto* got = static_cast<const uint8_t*>(shared.buffers.recv[pair][k].data);
-      for (size_t i = 0; i < flows[pair][k]; ++i)
-        ASSERT_EQ(got[i], flow_byte(s, d, k, i)) << s << " -> " << d << " flow " << k << " byte " << i;
-    }
-  }
+  expect_flows(shared, flows, n);
 }
 
 TEST(EngineRoutedExchange, FlowsAtTheirOwnPointersExactOnThreeToEightRanks) {
@@ -314,20 +333,16 @@ TEST(EngineRoutedExchange, GroupedCallsRecognisedRoutedAndRunExactly) {
     for (int r = 0; r < n; ++r)
       ASSERT_EQ(route::sort_into_flows(r, n, calls_of(r, n, flows, &shared.buffers), &every_rank[size_t(r)]), Result::Success);
     shared.buffers = engine::grouped_buffers(every_rank, shared.buffers.scratch);
-    for (size_t pair = 0; pair < flows.size(); ++pair)
-      for (size_t k = 0; k < flows[pair].size(); ++k) {
-        auto* out = static_cast<uint8_t*>(shared.buffers.send[pair][k].data);
-        for (size_t i = 0; i < flows[pair][k]; ++i) out[i] = flow_byte(int(pair) / n, int(pair) % n, k, i);
-      }
+    fill_flows(shared, flows, n);
     const std::vector<Result> results = run_all(plan, shared, Mode::Threads, 2);
     for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
-    for (size_t pair = 0; pair < flows.size(); ++pair)
-      for (size_t k = 0; k < flows[pair].size(); ++k) {
-        const auto* got = static_cast<const uint8_t*>(shared.buffers.recv[pair][k].data);
-        for (size_t i = 0; i < flows[pair][k]; ++i)
-          ASSERT_EQ(got[i], flow_byte(int(pair) / n, int(pair) % n, k, i)) << "flow " << k << " of pair " << pair;
-      }
+    expect_flows(shared, flows, n);
   }
+}
+
+// As on GPUs: the completion waits go on the queues and the call returns once all is queued.
+TEST(EngineRoutedExchange, CompletionOnTheQueuesIsExact) {
+  for (int n : {3, 6}) check_flows_case(n, cases(n).back(), Mode::Threads, engine::Completion::QueuesWait);
 }
 
 TEST(EngineRoutedExchange, BuffersThatDoNotHoldThePlanAreRefusedBeforeAnythingMoves) {
@@ -339,7 +354,7 @@ TEST(EngineRoutedExchange, BuffersThatDoNotHoldThePlanAreRefusedBeforeAnythingMo
   device::CpuBackend backend;
   EXPECT_EQ(engine::run_exchange(plan, 0, shared.buffers, shared.signals, 1, &backend, 4096, 1.0), Result::InvalidArgument);
   EXPECT_NE(std::string(last_error()).find("0 -> 1"), std::string::npos) << last_error();
-  EXPECT_EQ(shared.signals.ready[0].load(), 0u) << "rank 0 entered the exchange";
+  EXPECT_EQ(shared.signals.ready[0]->load(), 0u) << "rank 0 entered the exchange";
 }
 
 TEST(EngineRoutedExchange, SkewedMatricesExactOnThreeToEightRanksAsThreads) {
