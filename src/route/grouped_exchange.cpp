@@ -101,4 +101,32 @@ size_t relayed_ranges(const ExchangePlan& plan) {
   return size_t(std::count_if(plan.transfers.begin(), plan.transfers.end(), [](const Transfer& t) { return t.via >= 0; }));
 }
 
+Result topology_for_ranks(const topo::Topology& t, int ranks, topo::Topology* out) {
+  const std::vector<int> gpus = t.gpus();
+  if (ranks < 1 || int(gpus.size()) < ranks)
+    return fail(Result::InvalidArgument, "topology %s has %zu GPUs, not enough for %d ranks", t.name.c_str(), gpus.size(), ranks);
+  topo::Topology kept = t;
+  kept.nodes.clear();
+  kept.links.clear();
+  std::vector<int> renamed(t.nodes.size(), -1);
+  for (const topo::Node& node : t.nodes) {
+    if (node.kind == topo::NodeKind::Gpu && std::find(gpus.begin(), gpus.begin() + ranks, node.id) == gpus.begin() + ranks)
+      continue;
+    renamed[size_t(node.id)] = int(kept.nodes.size());
+    kept.nodes.push_back(node);
+    kept.nodes.back().id = int(kept.nodes.size()) - 1;
+  }
+  for (topo::Node& node : kept.nodes)
+    if (node.numa >= 0) node.numa = renamed[size_t(node.numa)];
+  for (const topo::Link& link : t.links) {
+    if (renamed[size_t(link.a)] < 0 || renamed[size_t(link.b)] < 0) continue;
+    kept.links.push_back(link);
+    kept.links.back().a = renamed[size_t(link.a)];
+    kept.links.back().b = renamed[size_t(link.b)];
+  }
+  BRAID_TRY(kept.check());
+  *out = std::move(kept);
+  return Result::Success;
+}
+
 }  // namespace braid::route

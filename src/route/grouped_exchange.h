@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "route/exchange_plan.h"
+#include "topo/topology.h"
 
 namespace braid::route {
 
@@ -61,5 +62,9 @@ size_t largest_flow_bytes(const ExchangeLayout& layout);
 // How many transfers of `plan` go through a relay: none means braid's path adds nothing to
 // direct copies, and the exchange is better left to NCCL.
 size_t relayed_ranges(const ExchangePlan& plan);
+
+// The topology the router uses for `ranks` ranks, rank r on the r-th GPU: `t` without its GPUs
+// from the ranks-th on (and their links). InvalidArgument when `t` has fewer GPUs than ranks.
+Result topology_for_ranks(const topo::Topology& t, int ranks, topo::Topology* out);
 
 }  // namespace braid::route

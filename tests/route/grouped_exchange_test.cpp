@@ -133,5 +133,47 @@ TEST(GroupedExchange, RelayedRangesCountOnlyRelays) {
   EXPECT_EQ(relayed_ranges(plan), 0u);
 }
 
+TEST(GroupedExchange, TopologyForRanksKeepsTheFirstGpus) {
+  topo::Topology t;
+  ASSERT_EQ(topo::load_topology(std::string(BRAID_SOURCE_DIR) + "/topologies/nimble-h100-2x4.json", &t), Result::Success)
+      << last_error();
+  topo::Topology four;
+  ASSERT_EQ(topology_for_ranks(t, 4, &four), Result::Success) << last_error();
+  EXPECT_EQ(four.gpu_count(), 4);
+  // The first server's NVLink mesh: every pair of the 4 ranks has two relays.
+  Router router;
+  ASSERT_EQ(router.init(four), Result::Success) << last_error();
+  EXPECT_EQ(router.ranks(), 4);
+  int relays = 0;
+  for (const Path& p : router.paths().of(0, 1)) relays += p.kind == PathKind::Relay ? 1 : 0;
+  EXPECT_EQ(relays, 2);
+  EXPECT_EQ(topology_for_ranks(t, 9, &four), Result::InvalidArgument);
+}
+
+// The rig's route suite routes on bench/rig/route-mesh4.json: a uniform all-to-all (ncclAlltoAll)
+// must relay there at 4 ranks, or the suite would exercise no relay.
+TEST(GroupedExchange, RigMeshRelaysAUniformAlltoAll) {
+  topo::Topology t, four;
+  ASSERT_EQ(topo::load_topology(std::string(BRAID_SOURCE_DIR) + "/bench/rig/route-mesh4.json", &t), Result::Success)
+      << last_error();
+  for (int n : {2, 3, 4}) {
+    ASSERT_EQ(topology_for_ranks(t, n, &four), Result::Success) << last_error();
+    Router router;
+    RouterOptions options;
+    options.direct_threshold = double(1 << 20);
+    ASSERT_EQ(router.init(four, options), Result::Success) << last_error();
+    const ExchangeLayout layout = alltoall_layout(n, 16 << 20, 4);
+    Traffic traffic(n);
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) traffic.at(s, d) = double(layout.block_bytes(s, d));
+    Routing routing;
+    ASSERT_EQ(router.solve(traffic, &routing), Result::Success);
+    ExchangePlan plan;
+    ASSERT_EQ(build_exchange_plan(router, routing, layout, {}, &plan), Result::Success) << last_error();
+    if (n == 2) EXPECT_EQ(relayed_ranges(plan), 0u) << "two ranks have no third GPU to relay through";
+    else EXPECT_GT(relayed_ranges(plan), 0u) << n << " ranks";
+  }
+}
+
 }  // namespace
 }  // namespace braid::route
