@@ -85,6 +85,10 @@ class Communicator {
     return &rank_records(control_.data())[rank].path_signals[index].value;
   }
 
+  // Whether some rank aborted this communicator (its shared abort word is set): paths layered above
+  // the engine (src/peer) report their queued work as failed then.
+  bool aborted() const { return control_header(control_.data())->abort.load() != 0; }
+
   // Runs a given program (must pass dsl::validate for the in-place mode the pointers imply);
   // for tests and tools. All ranks pass the same program.
   Result run_program(const dsl::Program& program, const void* send, void* recv, size_t count,

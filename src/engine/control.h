@@ -38,7 +38,7 @@ struct ExchangeRecord {
 struct alignas(64) PathSignal {
   std::atomic<uint64_t> value;
 };
-inline constexpr int kPathSignals = 4;
+inline constexpr int kPathSignals = 8;
 
 struct alignas(64) RankRecord {
   std::atomic<uint64_t> pid;

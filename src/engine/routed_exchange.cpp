@@ -67,8 +67,10 @@ ExchangeBuffers packed_buffers(const route::ExchangeLayout& layout, const std::v
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const size_t bytes = layout.block_bytes(s, d), pair = size_t(s) * size_t(n) + size_t(d);
-      b.send[pair] = {{const_cast<char*>(static_cast<const char*>(send[size_t(s)])) + layout.send_offset(s, d), bytes}};
-      b.recv[pair] = {{static_cast<char*>(recv[size_t(d)]) + layout.recv_offset(s, d), bytes}};
+      // A rank that is not known here (null) has no flows here: only its peers use them.
+      if (send[size_t(s)] != nullptr)
+        b.send[pair] = {{const_cast<char*>(static_cast<const char*>(send[size_t(s)])) + layout.send_offset(s, d), bytes}};
+      if (recv[size_t(d)] != nullptr) b.recv[pair] = {{static_cast<char*>(recv[size_t(d)]) + layout.recv_offset(s, d), bytes}};
     }
   b.scratch = std::move(scratch);
   return b;

@@ -27,7 +27,8 @@ struct ExchangeBuffers {
 };
 
 // The buffers of a packed all-to-allv (ncclAlltoAll): one flow per pair, at the layout's
-// displacements inside each rank's one send and one receive buffer.
+// displacements inside each rank's one send and one receive buffer (null: that rank's are not
+// known here; its pairs stay empty).
 ExchangeBuffers packed_buffers(const route::ExchangeLayout& layout, const std::vector<const void*>& send,
                                const std::vector<void*>& recv, std::vector<void*> scratch);
 

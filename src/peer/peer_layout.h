@@ -12,6 +12,10 @@ namespace braid::peer {
 enum PeerSignal : int {
   kPeerReady = 0,     // this rank's input is ready (and, for AllReduce, its output may be written)
   kPeerReadDone = 1,  // this rank has read its peers' buffers (and written their outputs)
+  // The routed exchange's (routed_path.h; engine::ExchangeSignals).
+  kRoutedReady = 2,
+  kRoutedSent = 3,
+  kRoutedForwarded = 4,
 };
 
 // AllReduce parts start on this many bytes, so the kernel's 16-byte accesses line up wherever the

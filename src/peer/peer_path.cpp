@@ -71,38 +71,13 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
   p->device_ = comm->device;
   BRAID_TRY(p->cuda(cudaSetDevice(p->device_), "cudaSetDevice"));
 
-  // Which GPU each rank drives, by PCI address (device numbers differ between processes), and
-  // in which process.
-  cudaDeviceProp prop{};
-  BRAID_TRY(p->cuda(cudaGetDeviceProperties(&prop, p->device_), "cudaGetDeviceProperties"));
-  const uint64_t mine[4] = {static_cast<uint64_t>(prop.pciDomainID), static_cast<uint64_t>(prop.pciBusID),
-                            static_cast<uint64_t>(prop.pciDeviceID), static_cast<uint64_t>(getpid())};
+  Peers peers;
+  BRAID_TRY(find_peers(comm, &peers));
+  p->same_process_ = peers.same_process;
+  p->any_ipc_ = peers.any_ipc;
+  const uint64_t reachable = peers.reachable ? 1 : 0;
+  const std::vector<int>& peer_device = peers.device;
   std::vector<uint64_t> all;
-  BRAID_TRY(comm->engine->exchange(mine, &all));
-  // Whether this rank reaches every peer: a peer's GPU must be visible here and peer-accessible.
-  uint64_t reachable = 1;
-  std::vector<int> peer_device(p->nranks_, -1);
-  p->same_process_.assign(p->nranks_, false);
-  for (int q = 0; q < p->nranks_; ++q) {
-    p->same_process_[q] = all[4 * q + 3] == static_cast<uint64_t>(getpid());
-    if (q == p->rank_) continue;
-    p->any_ipc_ |= !p->same_process_[q];
-    char bus[32];
-    std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", static_cast<unsigned>(all[4 * q]),
-                  static_cast<unsigned>(all[4 * q + 1]), static_cast<unsigned>(all[4 * q + 2]));
-    int dev = -1, can = 0;
-    if (cudaDeviceGetByPCIBusId(&dev, bus) != cudaSuccess) {
-      cudaGetLastError();
-      reachable = 0;
-      continue;
-    }
-    if (dev == p->device_ || cudaDeviceCanAccessPeer(&can, p->device_, dev) != cudaSuccess || can == 0) {
-      cudaGetLastError();
-      reachable = 0;
-      continue;
-    }
-    peer_device[q] = dev;
-  }
   // Every rank makes its part, then all learn whether every rank could (so none waits for a path
   // another rank does not have).
   Result made = reachable ? Result::Success
@@ -126,6 +101,45 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
   BRAID_INFO(Init, "rank %d/%d on GPU %d: NVLink copy-engine path to every peer (%s)", p->rank_, p->nranks_,
              p->device_, p->any_ipc_ ? "CUDA IPC" : "one process");
   *out = std::move(p);
+  return Result::Success;
+}
+
+Result find_peers(braidComm* comm, Peers* out) {
+  // Which GPU each rank drives, by PCI address (device numbers differ between processes), and
+  // in which process.
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, comm->device) != cudaSuccess)
+    return fail(Result::UnhandledCudaError, "peer copies: cudaGetDeviceProperties failed on GPU %d", comm->device);
+  const uint64_t mine[4] = {static_cast<uint64_t>(prop.pciDomainID), static_cast<uint64_t>(prop.pciBusID),
+                            static_cast<uint64_t>(prop.pciDeviceID), static_cast<uint64_t>(getpid())};
+  std::vector<uint64_t> all;
+  BRAID_TRY(comm->engine->exchange(mine, &all));
+  const int n = comm->nranks;
+  out->device.assign(n, -1);
+  out->same_process.assign(n, false);
+  out->any_ipc = false;
+  out->reachable = true;
+  for (int q = 0; q < n; ++q) {
+    out->same_process[q] = all[4 * q + 3] == static_cast<uint64_t>(getpid());
+    if (q == comm->rank) continue;
+    out->any_ipc |= !out->same_process[q];
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", static_cast<unsigned>(all[4 * q]),
+                  static_cast<unsigned>(all[4 * q + 1]), static_cast<unsigned>(all[4 * q + 2]));
+    int dev = -1, can = 0;
+    if (cudaDeviceGetByPCIBusId(&dev, bus) != cudaSuccess) {
+      cudaGetLastError();
+      out->reachable = false;
+      continue;
+    }
+    const bool same_gpu_ipc = dev == comm->device && !out->same_process[q] && settings().peer_same_gpu;
+    if (!same_gpu_ipc && (dev == comm->device || cudaDeviceCanAccessPeer(&can, comm->device, dev) != cudaSuccess || can == 0)) {
+      cudaGetLastError();
+      out->reachable = false;
+      continue;
+    }
+    out->device[q] = dev;
+  }
   return Result::Success;
 }
 
@@ -176,10 +190,30 @@ Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned ch
 }
 
 Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base) {
+  const Result r = open_exported(key, base);
+  if (r != Result::Success) return fail(r, "NVLink copy-engine path (GPU %d): %s", device_, last_error());
+  return Result::Success;
+}
+
+bool export_buffer(const void* buffer, uint64_t handle[kHandleWords], uint64_t* offset) {
+  const unsigned char* base = nullptr;
+  cudaIpcMemHandle_t h;
+  if (buffer == nullptr || allocation_base(buffer, &base) != Result::Success ||
+      cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  *offset = static_cast<uint64_t>(static_cast<const unsigned char*>(buffer) - base);
+  std::memcpy(handle, &h, sizeof h);
+  return true;
+}
+
+Result open_exported(const MappingCache::Key& key, unsigned char** base) {
   cudaIpcMemHandle_t h;
   std::memcpy(&h, key.data(), sizeof h);
   void* p = nullptr;
-  BRAID_TRY(cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle"));
+  const cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (e != cudaSuccess) return fail(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
   *base = static_cast<unsigned char*>(p);
   return Result::Success;
 }
@@ -192,16 +226,7 @@ Result PeerPath::share_buffers(const void* send, const void* recv, bool with_rec
   auto publish = [&](const void* p, BufferWords w) {
     mine[w.pointer] = reinterpret_cast<uint64_t>(p);
     if (!any_ipc_ || mine[kUnshareable] != 0) return;
-    const unsigned char* base = nullptr;
-    cudaIpcMemHandle_t h;
-    if (allocation_base(p, &base) != Result::Success ||
-        cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)) != cudaSuccess) {
-      cudaGetLastError();
-      mine[kUnshareable] = 1;
-      return;
-    }
-    mine[w.offset] = static_cast<uint64_t>(static_cast<const unsigned char*>(p) - base);
-    std::memcpy(&mine[w.handle], &h, sizeof h);
+    if (!export_buffer(p, &mine[w.handle], &mine[w.offset])) mine[kUnshareable] = 1;
   };
   publish(send, kSendWords);
   if (with_recv) publish(recv, kRecvWords);

@@ -37,6 +37,24 @@
 
 namespace braid::peer {
 
+// Which ranks this rank reaches by peer copies, collectively over `comm`: per rank its device here
+// (-1: itself or none) and whether it lives in this process. *reachable is false when some peer's
+// GPU is not visible or not peer-accessible; a peer on this very GPU in another process counts
+// only with BRAID_PEER_SAME_GPU (CUDA IPC on one device, the one-GPU rig).
+struct Peers {
+  std::vector<int> device;
+  std::vector<bool> same_process;
+  bool any_ipc = false;
+  bool reachable = true;
+};
+Result find_peers(braidComm* comm, Peers* out);
+
+// A buffer as peers in other processes open it (cudaIpcOpenMemHandle): its allocation's IPC handle
+// and its offset there. False when CUDA cannot export it (not device memory, or not exportable).
+bool export_buffer(const void* buffer, uint64_t handle[8], uint64_t* offset);
+// Opens a peer's exported allocation (the cache's open hook) for this process.
+Result open_exported(const MappingCache::Key& handle, unsigned char** base);
+
 class PeerPath {
  public:
   // Collective over `comm`'s ranks. Succeeds with *out set when every GPU can access every other

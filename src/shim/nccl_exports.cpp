@@ -1,6 +1,7 @@
 // The NCCL API as libbraid.so exports it. Large AllReduce, AllGather, ReduceScatter, Broadcast
-// and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); every other call
-// goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
+// and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); with
+// BRAID_ROUTE_EXCHANGES, large ncclAlltoAll calls run through braid's routed exchange
+// (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
 // communicators (comm_table), the calling thread's group (group_state) and the PreMulSum
 // operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
 //
@@ -258,6 +259,14 @@ template <typename ToNccl>
 ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
   if (nested_in_braid()) return to_nccl();
   if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
+  if (call.operation == Operation::AlltoAll && braid_enabled() && real_nccl().found) {
+    ncclResult_t result = ncclSuccess;
+    if (braid::shim::try_route_alltoall(call.comm, call.sendbuff, const_cast<void*>(call.recvbuff), call.count,
+                                        call.datatype, stream, &result)) {
+      t_braid_error_latest = result != ncclSuccess;
+      return result;
+    }
+  }
   if (const std::optional<SplitCall> split = split_call_of(call))
     return split_or_forward(call.comm, *split, stream, to_nccl);
   const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;

@@ -264,6 +264,40 @@ std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t o
 
 void abort_pcie_path(PciePath& path) {
   if (multipath::Orchestrator* o = path.live.load()) o->abort();
+  if (peer::RoutedPath* routed = path.routed_live.load()) routed->abort();
+}
+
+bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t count, ncclDataType_t type,
+                        cudaStream_t stream, ncclResult_t* result) {
+  if (settings().route_exchanges <= 0 || this_thread_group().in_group()) return false;
+  if (!datatype_valid(static_cast<int>(type))) return false;
+  const size_t flow_bytes = count * datatype_size(static_cast<DataType>(type));
+  // Every rank sees the same count: these answers are every rank's.
+  if (flow_bytes == 0 || flow_bytes < static_cast<size_t>(std::max<int64_t>(0, settings().route_min_bytes))) return false;
+  auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking || state->revoked)
+    return false;
+  PciePath& path = *state->pcie_path;
+  std::lock_guard lock(path.mutex);
+  if (captured(stream)) return false;
+  if (!path.routed_attempted) {
+    // Collective: every rank reaches this same call.
+    path.routed_attempted = true;
+    std::unique_ptr<peer::RoutedPath> made;
+    if (peer::RoutedPath::create(comm, real_nccl(), &made) != Result::Success) {
+      BRAID_WARN(Shim, "routed exchange: not on GPU %d (%s); this communicator's all-to-alls go to NCCL",
+                 state->cuda_device, last_error());
+      return false;
+    }
+    path.routed = std::move(made);
+    path.routed_live.store(path.routed.get());
+  }
+  if (!path.routed) return false;
+  bool routed = false;
+  const Result r = path.routed->alltoall(send, recv, count, static_cast<DataType>(type), stream, &routed);
+  if (r == Result::Success && !routed) return false;
+  *result = static_cast<ncclResult_t>(r);
+  return true;
 }
 
 void release_bounded(std::shared_ptr<PciePath> path, const char* api) {
@@ -296,7 +330,12 @@ ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text) {
     return failure;
   }
   // A failure on braid's progress thread, after the call that queued the work returned.
-  if (const multipath::Orchestrator* o = path.live.load()) return static_cast<ncclResult_t>(o->failure(text));
+  if (const multipath::Orchestrator* o = path.live.load()) {
+    const auto split = static_cast<ncclResult_t>(o->failure(text));
+    if (split != ncclSuccess) return split;
+  }
+  // A routed exchange that failed or timed out after its call returned.
+  if (peer::RoutedPath* routed = path.routed_live.load()) return static_cast<ncclResult_t>(routed->failure(text));
   return ncclSuccess;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "multipath/orchestrator.h"
+#include "peer/routed_path.h"
 
 namespace braid::shim {
 
@@ -35,6 +36,10 @@ struct PciePath {
   // microsecond per buffer, and an application passes the same few buffers again and again. A
   // buffer stays usable until it is freed, and a freed buffer NCCL itself would fault on.
   std::array<const void*, 64> usable_buffers{};
+  // The routed exchange (BRAID_ROUTE_EXCHANGES), made at the first ncclAlltoAll worth routing.
+  bool routed_attempted = false;
+  std::unique_ptr<peer::RoutedPath> routed;  // null: NCCL alone
+  std::atomic<peer::RoutedPath*> routed_live{nullptr};  // for ncclCommAbort / GetAsyncError
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
@@ -46,6 +51,12 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 // Whether `call`, made inside a group, is worth holding until the group ends to split it then
 // (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
 bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
+
+// Runs an ncclAlltoAll through braid's routed exchange (BRAID_ROUTE_EXCHANGES): false when the
+// caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES, captured in a CUDA
+// graph, or the routing keeps every flow direct). `result` is the routed call's result.
+bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t count, ncclDataType_t type,
+                        cudaStream_t stream, ncclResult_t* result);
 
 // Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
 // operator NCCL made, whatever its type and scalar.

@@ -1,0 +1,382 @@
+#include "peer/routed_path.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/settings.h"
+#include "engine/control.h"
+#include "engine/routed_exchange.h"
+#include "peer/peer_layout.h"
+#include "peer/peer_path.h"
+#include "route/grouped_exchange.h"
+#include "topo/topology.h"
+
+namespace braid::peer {
+
+namespace {
+
+static_assert(kRoutedForwarded < engine::kPathSignals);
+
+// Words of one rank's record in a handle exchange: the buffer's pointer (peers in this process),
+// its offset in the exported allocation, the allocation's IPC handle, and whether it could be
+// exported.
+constexpr int kHandleWords = 8;
+constexpr int kPointerWord = 0, kOffsetWord = 1, kHandleWord = 2, kUnshareableWord = kHandleWord + kHandleWords;
+constexpr int kRecordWords = kUnshareableWord + 1;
+static_assert(kRecordWords <= engine::kExchangeSlots);
+
+constexpr size_t kMaxMappings = 64;
+// Relayed ranges move in slices of this size unless BRAID_SLICE_BYTES says otherwise: large
+// enough that a copy's fixed cost (microseconds) is small, small enough that the relay's second
+// hop starts soon after the first.
+constexpr size_t kDefaultSliceBytes = size_t{4} << 20;
+
+// run_exchange's two queues as two streams of this path: copies are cudaMemcpyAsync (copy engines,
+// peer to peer), waits and raises the CUDA backend's stream memory operations on the control
+// segment's counters. The exchange only copies; the engine's other operations are not offered.
+class ExchangeQueues final : public device::Backend {
+ public:
+  ExchangeQueues(cuda::CudaBackend* backend, const cudaStream_t (&streams)[2], cudaEvent_t fork,
+                 const cudaEvent_t (&joins)[2], cudaStream_t user)
+      : backend_(backend), streams_{streams[0], streams[1]}, fork_(fork), joins_{joins[0], joins[1]}, user_(user) {}
+
+  int num_queues() const override { return 2; }
+  Result copy(int queue, void* dst, const void* src, size_t bytes, device::Signal done) override {
+    if (bytes > 0 && dst != src)
+      BRAID_TRY(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, streams_[queue]), "cudaMemcpyAsync (peer)"));
+    return done.empty() ? Result::Success : backend_->raise_on_stream(streams_[queue], done);
+  }
+  Result wait(int queue, device::Signal until) override { return backend_->wait_on_stream(streams_[queue], until); }
+  Result raise(int queue, device::Signal signal) override { return backend_->raise_on_stream(streams_[queue], signal); }
+  Result begin_collective() override {
+    BRAID_TRY(check(cudaEventRecord(fork_, user_), "cudaEventRecord (fork)"));
+    for (cudaStream_t s : streams_) BRAID_TRY(check(cudaStreamWaitEvent(s, fork_, 0), "cudaStreamWaitEvent (fork)"));
+    return Result::Success;
+  }
+  Result end_collective() override {
+    for (int q = 0; q < 2; ++q) {
+      BRAID_TRY(check(cudaEventRecord(joins_[q], streams_[q]), "cudaEventRecord (join)"));
+      BRAID_TRY(check(cudaStreamWaitEvent(user_, joins_[q], 0), "cudaStreamWaitEvent (join)"));
+    }
+    return Result::Success;
+  }
+  Result status(std::string* message) const override { return backend_->status(message); }
+
+  Result d2h(int, void*, const void*, size_t, device::Signal) override { return unsupported("d2h"); }
+  Result h2d(int, void*, const void*, size_t, device::Signal) override { return unsupported("h2d"); }
+  Result reduce(int, DataType, RedOp, void*, const void*, size_t, const reduce::OpScalar*, const reduce::OpScalar*,
+                device::Signal) override {
+    return unsupported("reduce");
+  }
+  Result scale(int, DataType, void*, const void*, size_t, const reduce::OpScalar&, device::Signal) override {
+    return unsupported("scale");
+  }
+  Result divide(int, DataType, void*, size_t, uint64_t, device::Signal) override { return unsupported("divide"); }
+  void* device_scratch(size_t) override { return nullptr; }
+  Result register_host(void*, size_t) override { return unsupported("register_host"); }
+  Result unregister_host(void*) override { return unsupported("unregister_host"); }
+  void set_timeout(double) override {}
+  void set_abort_flag(const std::atomic<uint64_t>*) override {}
+  void abort() override { backend_->abort(); }
+
+ private:
+  static Result check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return Result::Success;
+    return fail(Result::UnhandledCudaError, "routed exchange: %s: %s", what, cudaGetErrorString(e));
+  }
+  static Result unsupported(const char* what) {
+    return fail(Result::InternalError, "routed exchange: its queues do not %s", what);
+  }
+  cuda::CudaBackend* backend_;
+  cudaStream_t streams_[2];
+  cudaEvent_t fork_;
+  cudaEvent_t joins_[2];
+  cudaStream_t user_;
+};
+
+// The topology exchanges are routed on: BRAID_ROUTE_TOPOLOGY, else the engine's (this machine's),
+// cut to the communicator's ranks.
+Result routing_topology(const topo::Topology& machine, int ranks, topo::Topology* out) {
+  const std::string& named = settings().route_topology;
+  if (named.empty()) return route::topology_for_ranks(machine, ranks, out);
+  topo::Topology t;
+  BRAID_TRY(topo::load_topology(named, &t));
+  return route::topology_for_ranks(t, ranks, out);
+}
+
+}  // namespace
+
+Result RoutedPath::cuda(cudaError_t e, const char* what) const {
+  if (e == cudaSuccess) return Result::Success;
+  return fail(Result::UnhandledCudaError, "routed exchange (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
+}
+
+Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out) {
+  out->reset();
+  std::unique_ptr<RoutedPath> p(new RoutedPath());
+  BRAID_TRY(api::init_from_nccl(&p->braid_, comm, nccl));
+  p->rank_ = p->braid_->rank;
+  p->nranks_ = p->braid_->nranks;
+  p->device_ = p->braid_->device;
+  int previous = 0;
+  BRAID_TRY(p->cuda(cudaGetDevice(&previous), "cudaGetDevice"));
+  BRAID_TRY(p->cuda(cudaSetDevice(p->device_), "cudaSetDevice"));
+  struct RestoreDevice {
+    int device;
+    ~RestoreDevice() { cudaSetDevice(device); }
+  } restore{previous};
+
+  // Every rank makes its part, then all learn whether every rank could.
+  Peers peers;
+  Result made = find_peers(p->braid_, &peers);
+  if (made == Result::Success && !peers.reachable)
+    made = fail(Result::InvalidUsage, "routed exchange: GPU %d cannot reach every peer's by peer copies%s", p->device_,
+                settings().peer_same_gpu ? "" : " (ranks on one GPU need BRAID_PEER_SAME_GPU=1)");
+  topo::Topology topology;
+  if (made == Result::Success) made = routing_topology(p->braid_->engine->topology(), p->nranks_, &topology);
+  route::RouterOptions options;
+  options.direct_threshold = double(std::max<int64_t>(0, settings().route_min_bytes));
+  if (made == Result::Success) made = p->router_.init(topology, options);
+  for (cudaStream_t& s : p->streams_)
+    if (made == Result::Success) made = p->cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (cudaEvent_t* e : {&p->fork_, &p->joins_[0], &p->joins_[1], &p->last_done_})
+    if (made == Result::Success) made = p->cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
+  const std::string why = made == Result::Success ? "" : last_error();
+  const uint64_t flag[1] = {made == Result::Success ? 1u : 0u};
+  std::vector<uint64_t> all;
+  BRAID_TRY(p->braid_->engine->exchange(flag, &all));
+  if (made != Result::Success) return fail(made, "%s", why.c_str());
+  for (int q = 0; q < p->nranks_; ++q)
+    if (all[q] == 0) return fail(Result::InvalidUsage, "routed exchange: rank %d could not set it up (its log says why)", q);
+  p->same_process_ = peers.same_process;
+  p->scratch_known_.assign(p->nranks_, 0);
+  p->peer_scratch_.assign(p->nranks_, nullptr);
+  p->peer_recv_.assign(p->nranks_, nullptr);
+  RoutedPath* self = p.get();
+  p->opened_ = std::make_unique<MappingCache>(
+      kMaxMappings,
+      MappingCache::Hooks{[](const MappingCache::Key& key, unsigned char** base) { return open_exported(key, base); },
+                          [](unsigned char* base) { cudaIpcCloseMemHandle(base); },
+                          [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
+  BRAID_INFO(Init, "routed exchange: rank %d/%d on GPU %d routes all-to-alls from %lld bytes per flow on %s (%d GPUs)",
+             p->rank_, p->nranks_, p->device_, static_cast<long long>(settings().route_min_bytes),
+             topology.name.c_str(), topology.gpu_count());
+  *out = std::move(p);
+  return Result::Success;
+}
+
+RoutedPath::~RoutedPath() {
+  if (braid_ == nullptr) return;
+  cudaSetDevice(device_);
+  for (cudaStream_t s : streams_)
+    if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
+  for (cudaEvent_t e : {fork_, joins_[0], joins_[1], last_done_})
+    if (e != nullptr) cudaEventDestroy(e);
+  opened_.reset();  // the peers' mappings before this rank's scratch (theirs map it)
+  if (scratch_ != nullptr) cudaFree(scratch_);
+  braidCommDestroy(braid_);
+}
+
+Result RoutedPath::map_peer(int q, const uint64_t* words, unsigned char** out) {
+  if (q == rank_ || same_process_[q]) {
+    *out = reinterpret_cast<unsigned char*>(words[kPointerWord]);
+    return Result::Success;
+  }
+  MappingCache::Key key;
+  std::copy(words + kHandleWord, words + kHandleWord + kHandleWords, key.begin());
+  unsigned char* base = nullptr;
+  BRAID_TRY(opened_->get(key, epoch_ + 1, &base));
+  *out = base + words[kOffsetWord];
+  return Result::Success;
+}
+
+Result RoutedPath::share_receive_buffers(const void* send, void* recv, size_t bytes, bool* all_shareable) {
+  uint64_t mine[kRecordWords] = {};
+  mine[kPointerWord] = reinterpret_cast<uint64_t>(recv);
+  // A null buffer is bad input that NCCL reports; IPC exports whole allocations of device memory.
+  // Buffers that overlap (in place) go to NCCL too: a peer would write this rank's block from it
+  // before this rank has sent what sits there.
+  const auto* s = static_cast<const unsigned char*>(send);
+  const auto* r = static_cast<const unsigned char*>(recv);
+  const bool overlap = s < r + bytes && r < s + bytes;
+  if (send == nullptr || recv == nullptr || overlap || !export_buffer(recv, &mine[kHandleWord], &mine[kOffsetWord]))
+    mine[kUnshareableWord] = 1;
+  std::vector<uint64_t> all;
+  BRAID_TRY(braid_->engine->exchange(mine, &all));
+  *all_shareable = true;
+  for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[size_t(q) * kRecordWords + kUnshareableWord] == 0;
+  if (!*all_shareable) return Result::Success;
+  for (int q = 0; q < nranks_; ++q) BRAID_TRY(map_peer(q, &all[size_t(q) * kRecordWords], &peer_recv_[size_t(q)]));
+  return Result::Success;
+}
+
+Result RoutedPath::ensure_scratch(const std::vector<size_t>& bytes) {
+  bool grows = false;
+  for (int q = 0; q < nranks_; ++q) grows = grows || bytes[size_t(q)] > scratch_known_[size_t(q)];
+  if (!grows) return Result::Success;  // the same on every rank: the plan is
+  const size_t want = bytes[size_t(rank_)];
+  uint64_t mine[kRecordWords] = {};
+  Result r = Result::Success;
+  if (want > scratch_bytes_) {
+    // Earlier exchanges may still relay through the old scratch.
+    if (scratch_ != nullptr) r = cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize (scratch)");
+    if (r == Result::Success && scratch_ != nullptr) cudaFree(scratch_), scratch_ = nullptr, scratch_bytes_ = 0;
+    if (r == Result::Success) r = cuda(cudaMalloc(&scratch_, want), "cudaMalloc (relay scratch)");
+    if (r == Result::Success) scratch_bytes_ = want;
+  }
+  mine[kPointerWord] = reinterpret_cast<uint64_t>(scratch_);
+  if (r != Result::Success || (scratch_ != nullptr && !export_buffer(scratch_, &mine[kHandleWord], &mine[kOffsetWord])))
+    mine[kUnshareableWord] = 1;
+  std::vector<uint64_t> all;
+  BRAID_TRY(braid_->engine->exchange(mine, &all));
+  for (int q = 0; q < nranks_; ++q)
+    if (all[size_t(q) * kRecordWords + kUnshareableWord] != 0)
+      return fail(Result::UnhandledCudaError, "routed exchange: rank %d has no relay scratch of %zu bytes to share", q,
+                  bytes[size_t(q)]);
+  for (int q = 0; q < nranks_; ++q) {
+    peer_scratch_[size_t(q)] = nullptr;
+    if (all[size_t(q) * kRecordWords + kPointerWord] != 0)
+      BRAID_TRY(map_peer(q, &all[size_t(q) * kRecordWords], &peer_scratch_[size_t(q)]));
+  }
+  scratch_known_ = bytes;
+  return Result::Success;
+}
+
+Result RoutedPath::record_failure(Result r) {
+  if (r == Result::Success) return r;
+  std::lock_guard lock(failure_mutex_);
+  if (failed_.load() == 0) {
+    failure_text_ = last_error();
+    failed_.store(static_cast<int>(r));
+  }
+  return r;
+}
+
+void RoutedPath::abort() {
+  if (braid_ == nullptr) return;
+  // Peers' streams parked on this rank's counters go on; this rank's parked streams too.
+  for (int signal : {kRoutedReady, kRoutedSent, kRoutedForwarded})
+    braid_->engine->path_signal(rank_, signal)->store(~0ull >> 1);
+  braid_->engine->abort();
+}
+
+Result RoutedPath::failure(std::string* text) {
+  if (failed_.load() == 0 && braid_ != nullptr) {
+    std::string message;
+    if (braid_->engine->aborted()) {
+      record_failure(fail(Result::RemoteError, "routed exchange: a rank aborted the exchanges of this communicator"));
+    } else if (braid_->backend->status(&message) != Result::Success) {
+      record_failure(fail(Result::InternalError, "routed exchange: %s", message.c_str()));
+    } else if (in_flight_.load()) {
+      const cudaError_t e = cudaEventQuery(last_done_);
+      if (e == cudaSuccess) {
+        in_flight_.store(false);
+      } else if (e != cudaErrorNotReady) {
+        record_failure(cuda(e, "the exchange's end"));
+      } else {
+        std::chrono::steady_clock::time_point queued;
+        {
+          std::lock_guard lock(failure_mutex_);
+          queued = queued_at_;
+        }
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - queued).count();
+        if (waited > settings().timeout)
+          record_failure(fail(Result::RemoteError,
+                              "routed exchange: epoch %llu has not ended %.0f s after it was queued (a peer died or "
+                              "stalled; BRAID_TIMEOUT)",
+                              static_cast<unsigned long long>(epoch_), waited));
+      }
+    }
+    if (failed_.load() != 0) abort();
+  }
+  const auto r = static_cast<Result>(failed_.load());
+  if (r != Result::Success && text != nullptr) {
+    std::lock_guard lock(failure_mutex_);
+    *text = failure_text_;
+  }
+  return r;
+}
+
+Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType type, cudaStream_t stream,
+                            bool* routed) {
+  *routed = false;
+  std::string text;
+  if (const Result f = failure(&text); f != Result::Success)
+    return fail(f, "routed exchange: failed earlier on this communicator: %s", text.c_str());
+  if (epoch_ + 1 >= (uint64_t{1} << 32)) return Result::Success;  // counters spent: NCCL from here on
+  int previous = device_;
+  cudaGetDevice(&previous);
+  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  struct RestoreDevice {
+    int device;
+    ~RestoreDevice() { cudaSetDevice(device); }
+  } restore{previous};
+
+  // The same routing and plan on every rank: same counts, same router history.
+  const route::ExchangeLayout layout = route::alltoall_layout(nranks_, count, datatype_size(type));
+  route::Traffic traffic(nranks_);
+  for (int s = 0; s < nranks_; ++s)
+    for (int d = 0; d < nranks_; ++d) traffic.at(s, d) = double(layout.block_bytes(s, d));
+  BRAID_TRY(router_.solve(traffic, &routing_));
+  route::ExchangePlan plan;
+  BRAID_TRY(route::build_exchange_plan(router_, routing_, layout, {}, &plan));
+  const size_t relayed = route::relayed_ranges(plan);
+  if (relayed == 0 && settings().route_exchanges < 2) return Result::Success;
+
+  bool shareable = false;
+  BRAID_TRY(share_receive_buffers(send, recv, layout.send_bytes(rank_), &shareable));
+  if (!shareable) {
+    static std::once_flag logged;
+    std::call_once(logged, [] {
+      BRAID_INFO(Coll, "routed exchange: a rank's buffers are in place or cannot be shared through CUDA IPC; such "
+                 "exchanges go to NCCL");
+    });
+    return Result::Success;
+  }
+  // From here every rank queues the exchange: a failure leaves peers waiting, so it aborts them.
+  Result r = ensure_scratch(plan.scratch_bytes);
+  const uint64_t epoch = epoch_ + 1;
+  if (r == Result::Success) {
+    std::vector<const void*> sends(size_t(nranks_), nullptr);
+    sends[size_t(rank_)] = send;
+    std::vector<void*> recvs(peer_recv_.begin(), peer_recv_.end()), scratch(peer_scratch_.begin(), peer_scratch_.end());
+    const engine::ExchangeBuffers buffers = engine::packed_buffers(layout, sends, recvs, scratch);
+    engine::ExchangeSignals signals;
+    for (int q = 0; q < nranks_; ++q) {
+      signals.ready.push_back(braid_->engine->path_signal(q, kRoutedReady));
+      signals.sent.push_back(braid_->engine->path_signal(q, kRoutedSent));
+      signals.forwarded.push_back(braid_->engine->path_signal(q, kRoutedForwarded));
+    }
+    ExchangeQueues queues(braid_->backend.get(), streams_, fork_, joins_, stream);
+    const size_t slice = settings().slice_bytes > 0 ? static_cast<size_t>(settings().slice_bytes) : kDefaultSliceBytes;
+    // Exchanges follow each other whatever streams they come on: the previous one's end (both
+    // queues, every landing) before this one raises `ready` and reuses the scratch.
+    for (cudaStream_t q : streams_)
+      if (r == Result::Success) r = cuda(cudaStreamWaitEvent(q, last_done_, 0), "cudaStreamWaitEvent (previous exchange)");
+    if (r == Result::Success) r = queues.begin_collective();
+    if (r == Result::Success)
+      r = engine::run_exchange(plan, rank_, buffers, signals, epoch, &queues, slice, settings().timeout,
+                               engine::Completion::QueuesWait);
+    if (r == Result::Success) r = queues.end_collective();
+    if (r == Result::Success) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (exchange done)");
+  }
+  epoch_ = epoch;
+  *routed = true;
+  if (r != Result::Success) {
+    const std::string why = last_error();
+    record_failure(r);
+    abort();
+    return fail(r, "%s (the exchanges of this communicator are aborted)", why.c_str());
+  }
+  {
+    std::lock_guard lock(failure_mutex_);
+    queued_at_ = std::chrono::steady_clock::now();
+  }
+  in_flight_.store(true);
+  BRAID_INFO(Coll, "routed exchange: %d flows, %zu bytes, %zu relayed ranges (epoch %llu)", nranks_ * nranks_,
+             layout.send_bytes(rank_), relayed, static_cast<unsigned long long>(epoch));
+  return Result::Success;
+}
+
+}  // namespace braid::peer

@@ -1,0 +1,94 @@
+// NIMBLE's routed exchange behind the NCCL API (BRAID_ROUTE_EXCHANGES, docs/ROUTING.md): an
+// ncclAlltoAll routed over the topology's direct and 2-hop relay paths (route/router.h), cut into
+// byte ranges (route/exchange_plan.h) and run by engine::run_exchange as copy-engine peer copies
+// into the peers' receive buffers and relays' scratch (CUDA IPC where the peer is another process).
+//
+// Stream-ordered and asynchronous: the copies go on two streams of this path forked from the
+// caller's stream and joined back to it by events; ordering between GPUs travels through three
+// counters per rank in the control segment, waited on and raised by stream memory operations
+// (cuStreamWaitValue64 / cuStreamWriteValue64 through the CUDA backend, as the NVLink path's). No
+// host thread takes part once the call has queued its work, so none is needed after it returns.
+// The one host meeting per call is the exchange of receive-buffer handles (and of the relays'
+// scratch when it grows), as the NVLink path's.
+//
+// Agreement: every rank routes the same matrix (an ncclAlltoAll's counts are every rank's) with
+// the same router history, so every rank builds the same plan and makes the same decision;
+// whether every rank's buffers can be shared is agreed in the handle exchange.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/comm.h"
+#include "api/nccl_calls.h"
+#include "common/result.h"
+#include "common/types.h"
+#include "peer/mapping_cache.h"
+#include "route/exchange_plan.h"
+#include "route/router.h"
+
+namespace braid::peer {
+
+class RoutedPath {
+ public:
+  // Collective over the NCCL communicator's ranks (all call it at the same point). Fails, on every
+  // rank alike, where some rank cannot reach every other by peer copies.
+  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out);
+  ~RoutedPath();
+  RoutedPath(const RoutedPath&) = delete;
+  RoutedPath& operator=(const RoutedPath&) = delete;
+
+  // ncclAlltoAll(send, recv, count, type) on `stream` (the caller sends smaller ones than
+  // BRAID_ROUTE_MIN_BYTES per flow to NCCL, every rank alike). After a failure every call fails
+  // (never a silent fallback to NCCL: the peers' state is unknown). *routed false, on every rank alike, when the
+  // routing keeps every flow direct (BRAID_ROUTE_EXCHANGES=1) or a rank's buffers cannot be shared:
+  // nothing was queued and the caller gives the call to NCCL.
+  Result alltoall(const void* send, void* recv, size_t count, DataType type, cudaStream_t stream, bool* routed);
+
+  // The first failure of a routed exchange (Success: none), with its text; an exchange that has not
+  // ended BRAID_TIMEOUT seconds after it was queued counts as failed, and the path is aborted on
+  // every rank so that no stream stays parked. Any thread.
+  Result failure(std::string* text);
+  // Stops every wait of the path on every rank (streams parked on a counter are released).
+  void abort();
+
+ private:
+  RoutedPath() = default;
+  Result cuda(cudaError_t e, const char* what) const;
+  Result record_failure(Result r);
+  // Every rank's receive buffer (`bytes`) mapped here, and whether all could be shared.
+  Result share_receive_buffers(const void* send, void* recv, size_t bytes, bool* all_shareable);
+  // This rank's scratch at least `bytes[rank]`, and every peer's mapped (collective: every rank has
+  // the same plan, so all grow at the same call).
+  Result ensure_scratch(const std::vector<size_t>& bytes);
+  Result map_peer(int q, const uint64_t* words, unsigned char** out);
+
+  braidComm_t braid_ = nullptr;
+  int rank_ = 0, nranks_ = 1, device_ = 0;
+  std::vector<bool> same_process_;
+  route::Router router_;
+  route::Routing routing_;
+  uint64_t epoch_ = 0;
+  cudaStream_t streams_[2] = {};  // the exchange's send and relay queues
+  cudaEvent_t fork_ = nullptr, joins_[2] = {}, last_done_ = nullptr;
+  std::vector<unsigned char*> peer_recv_, peer_scratch_;  // per rank, for the current call
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  std::vector<size_t> scratch_known_;  // every rank's scratch size as last shared
+  std::unique_ptr<MappingCache> opened_;
+
+  std::mutex failure_mutex_;
+  std::atomic<int> failed_{0};
+  std::string failure_text_;
+  std::atomic<bool> in_flight_{false};
+  std::chrono::steady_clock::time_point queued_at_;  // under failure_mutex_
+};
+
+}  // namespace braid::peer
