@@ -17,6 +17,7 @@ python3 bench/rig/test_summarize.py 2>&1 | tail -1
 python3 bench/rig/test_net_table.py 2>&1 | tail -1
 python3 bench/rig/test_compete_table.py 2>&1 | tail -1
 python3 bench/rig/test_busbw_table.py 2>&1 | tail -1
+python3 bench/rig/test_route_table.py 2>&1 | tail -1
 # The MoE benchmark's token routing and comparison (bench/moe/), without torch.
 python3 bench/moe/test_moe.py 2>&1 | tail -1
 

@@ -40,6 +40,14 @@
 #                  collective; alltoall and sendrecv also with BRAID_ROUTE_EXCHANGES=1), -p 1, -G 1,
 #                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
 #                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
+#   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
+#                  alltoall, sendrecv, scatter, gather, hypercube (and alltoallv where the rig has
+#                  it), RIG_ROUTE_SIZES (-b 1K -e 256M -f 4), plain NCCL and through braid with
+#                  BRAID_ROUTE_EXCHANGES=$RIG_ROUTE_MODE (2: every ncclAlltoAll from 1 MB per flow
+#                  through braid, relayed or not), BRAID_PEER_SAME_GPU=1, BRAID_DEBUG=INFO and
+#                  BRAID_ROUTE_TOPOLOGY=bench/rig/route-mesh4.json (a 4-GPU mesh with thin
+#                  diagonals: 3 and 4 ranks relay); bench/rig/route_table.py counts #wrong, hangs,
+#                  WARN lines and the "routed exchange" INFO lines per log
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -363,6 +371,23 @@ suite_gpus() {
   cat "$OUT/busbw_table.txt" >> "$rig_summary"
 }
 
+# The routed exchange (see the header): each binary plain and through braid with routing on.
+# -w 0 -n 2: nccl-tests' warm-up walks every size in steps of 2; a row is 6 calls. The ranks log
+# at INFO so that every routed call leaves its line (a few hundred lines a log).
+suite_route() {
+  local n=$1 c how route_sizes=${RIG_ROUTE_SIZES:--b 1K -e 256M -f 4} binaries=(alltoall sendrecv scatter gather hypercube)
+  [[ -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
+  for c in "${binaries[@]}"; do
+    for how in plain braid; do
+      launch "$how" "$n" BRAID_ROUTE_EXCHANGES "${RIG_ROUTE_MODE:-2}" BRAID_PEER_SAME_GPU 1 BRAID_DEBUG INFO \
+        BRAID_ROUTE_TOPOLOGY "$root/bench/rig/route-mesh4.json"
+      # shellcheck disable=SC2086  # nccl-tests' size flags, split on purpose
+      run "$OUT/route/${how}_n${n}_${c}.log" "${RIG_ROUTE_LIMIT:-90}" "${L[@]}" "$nt/${c}_perf" $route_sizes -n 2 -w 0 -c 1 -T 40
+    done
+  done
+  python3 "$root/bench/rig/route_table.py" "$OUT/route" | tee "$OUT/route_table.txt" | tee -a "$rig_summary"
+}
+
 args=("$@")
 [[ ${#args[@]} -eq 1 && ${args[0]} == all ]] && args=(correctness 2 dying 2 hosttime 2 fuzz correctness 4 dying 4)
 ((${#args[@]})) || { echo "usage: bash bench/rig/run.sh SUITE [N] ... (see the header)"; exit 2; }
@@ -383,6 +408,7 @@ while ((i < ${#args[@]})); do
     net) suite_net "$n" ;;
     compete) suite_compete "$n" ;;
     gpus) suite_gpus "$n" ;;
+    route) suite_route "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -391,7 +417,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

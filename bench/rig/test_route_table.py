@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Tests of bench/rig/route_table.py on synthetic route-suite logs (nccl-tests' formats, from
+test_summarize.py). No GPU needed:  python3 -m pytest bench/rig/test_route_table.py"""
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import route_table  # noqa: E402
+from test_summarize import CMD, START, WARN, footer, header, run_sh, table  # noqa: E402
+
+ROUTED = "host:1:2 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 relayed ranges (epoch 3)\n"
+
+
+def write(folder, name, wrong=0, routed=0, rc=0, warn=False):
+    rows = [(1024, "float", "none", (0, 0)), (1 << 22, "float", "none", (wrong, 0))]
+    text = ROUTED * routed + START + header() + table(rows) + (WARN if warn else "") + footer()
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(run_sh(CMD, text, rc))
+
+
+def run(folder):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = route_table.main([folder])
+    return rc, out.getvalue()
+
+
+class RouteTableTest(unittest.TestCase):
+    def test_plain_and_braid_side_by_side_with_routed_lines(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "plain_n2_alltoall.log")
+            write(d, "braid_n2_alltoall.log", routed=12)
+            write(d, "plain_n2_sendrecv.log")
+            write(d, "braid_n2_sendrecv.log")
+            rc, text = run(d)
+        self.assertEqual(rc, 0, text)
+        braid = [l.split() for l in text.splitlines() if l.split()[:3] == ["alltoall", "2", "braid"]][0]
+        self.assertEqual(braid[3:9], ["2", "0", "no", "no", "0", "12"])
+        self.assertEqual(braid[-1], str(1 << 22))
+        self.assertIn("alltoall routed", text)
+
+    def failing(self, expected, name="braid_n4_alltoall.log", **log):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, name, **log)
+            rc, text = run(d)
+        self.assertEqual(rc, 1, text)
+        self.assertIn(expected, text)
+
+    def test_braid_faults_fail(self):
+        self.failing("1 wrong rows", routed=3, wrong=5)
+        self.failing("hang (killed at its limit)", routed=3, rc=124)
+        self.failing("failed", routed=3, rc=1)
+        self.failing("1 WARN lines", routed=3, warn=True)
+        self.failing("no routed exchange logged")
+
+    def test_grouped_send_recv_needs_no_routed_line_and_plain_faults_only_show(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "braid_n2_scatter.log")
+            write(d, "plain_n2_scatter.log", wrong=1)
+            rc, text = run(d)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("plain_n2_scatter: 1 wrong rows", text)
+
+    def test_no_logs_fail(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(run(d)[0], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
