@@ -315,12 +315,8 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
 
   // The same routing and plan on every rank: same counts, same router history.
   const route::ExchangeLayout layout = route::alltoall_layout(nranks_, count, datatype_size(type));
-  route::Traffic traffic(nranks_);
-  for (int s = 0; s < nranks_; ++s)
-    for (int d = 0; d < nranks_; ++d) traffic.at(s, d) = double(layout.block_bytes(s, d));
-  BRAID_TRY(router_.solve(traffic, &routing_));
   route::ExchangePlan plan;
-  BRAID_TRY(route::build_exchange_plan(router_, routing_, layout, {}, &plan));
+  BRAID_TRY(route::route_exchange(router_, layout, {}, &routing_, &plan));
   const size_t relayed = route::relayed_ranges(plan);
   if (relayed == 0 && settings().route_exchanges < 2) return Result::Success;
 

@@ -70,6 +70,17 @@ Result build_exchange_plan(const Router& router, const Routing& routing, const E
   return check_exchange_plan(*out);
 }
 
+Result route_exchange(Router& router, const ExchangeLayout& layout, const ExchangePlanOptions& options,
+                      Routing* routing, ExchangePlan* out) {
+  if (layout.counts.size() != size_t(layout.ranks) * size_t(layout.ranks))
+    return fail(Result::InvalidArgument, "exchange plan: %zu counts for %d ranks", layout.counts.size(), layout.ranks);
+  Traffic traffic(layout.ranks);
+  for (int s = 0; s < layout.ranks; ++s)
+    for (int d = 0; d < layout.ranks; ++d) traffic.at(s, d) = double(layout.block_bytes(s, d));
+  BRAID_TRY(router.solve(traffic, routing));
+  return build_exchange_plan(router, *routing, layout, options, out);
+}
+
 Result check_exchange_plan(const ExchangePlan& plan) {
   const ExchangeLayout& l = plan.layout;
   const int n = l.ranks;

@@ -65,6 +65,12 @@ struct ExchangePlanOptions {
 Result build_exchange_plan(const Router& router, const Routing& routing, const ExchangeLayout& layout,
                            const ExchangePlanOptions& options, ExchangePlan* out);
 
+// Routes `layout`'s traffic (each pair's block bytes) with `router` into `routing` (a routing
+// already there is the warm start and the hysteresis reference) and cuts the plan. Every rank
+// that makes the same calls in the same order gets the same plan: the drop-in relies on it.
+Result route_exchange(Router& router, const ExchangeLayout& layout, const ExchangePlanOptions& options,
+                      Routing* routing, ExchangePlan* out);
+
 // Proves `plan`: ranges inside their blocks and element-aligned, every receive byte written
 // by exactly one final hop and with the byte of the matching send offset, relay ranges in
 // disjoint scratch inside scratch_bytes, no relay through the sender or the receiver.

@@ -171,11 +171,8 @@ std::vector<Case> cases(int n) {
 void plan_on_mesh(const route::ExchangeLayout& layout, route::ExchangePlan* plan) {
   route::Router router;
   ASSERT_EQ(router.init(route::testing::mesh(layout.ranks)), Result::Success) << last_error();
-  route::Traffic bytes(layout.ranks);
-  for (size_t i = 0; i < bytes.bytes.size(); ++i) bytes.bytes[i] = double(layout.counts[i] * layout.element_bytes);
   route::Routing routing;
-  ASSERT_EQ(router.solve(bytes, &routing), Result::Success);
-  ASSERT_EQ(route::build_exchange_plan(router, routing, layout, {.min_range_bytes = 256}, plan), Result::Success)
+  ASSERT_EQ(route::route_exchange(router, layout, {.min_range_bytes = 256}, &routing, plan), Result::Success)
       << last_error();
 }
 

@@ -162,16 +162,39 @@ TEST(GroupedExchange, RigMeshRelaysAUniformAlltoAll) {
     RouterOptions options;
     options.direct_threshold = double(1 << 20);
     ASSERT_EQ(router.init(four, options), Result::Success) << last_error();
-    const ExchangeLayout layout = alltoall_layout(n, 16 << 20, 4);
-    Traffic traffic(n);
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d) traffic.at(s, d) = double(layout.block_bytes(s, d));
     Routing routing;
-    ASSERT_EQ(router.solve(traffic, &routing), Result::Success);
     ExchangePlan plan;
-    ASSERT_EQ(build_exchange_plan(router, routing, layout, {}, &plan), Result::Success) << last_error();
+    ASSERT_EQ(route_exchange(router, alltoall_layout(n, 16 << 20, 4), {}, &routing, &plan), Result::Success)
+        << last_error();
     if (n == 2) EXPECT_EQ(relayed_ranges(plan), 0u) << "two ranks have no third GPU to relay through";
     else EXPECT_GT(relayed_ranges(plan), 0u) << n << " ranks";
+  }
+}
+
+// The drop-in never talks about the plan: each rank's router must reach the same one from the same
+// calls. Two routers (two ranks) through the same run of all-to-alls, sizes changing (warm starts,
+// hysteresis), must agree transfer by transfer.
+TEST(GroupedExchange, RanksMakingTheSameCallsBuildTheSamePlans) {
+  topo::Topology t, four;
+  ASSERT_EQ(topo::load_topology(std::string(BRAID_SOURCE_DIR) + "/bench/rig/route-mesh4.json", &t), Result::Success);
+  ASSERT_EQ(topology_for_ranks(t, 4, &four), Result::Success);
+  Router a, b;
+  ASSERT_EQ(a.init(four), Result::Success);
+  ASSERT_EQ(b.init(four), Result::Success);
+  Routing ra, rb;
+  for (size_t count : {size_t(1) << 18, size_t(1) << 20, size_t(3) << 19, size_t(1) << 22, size_t(1) << 20}) {
+    ExchangePlan pa, pb;
+    ASSERT_EQ(route_exchange(a, alltoall_layout(4, count, 2), {}, &ra, &pa), Result::Success) << last_error();
+    ASSERT_EQ(route_exchange(b, alltoall_layout(4, count, 2), {}, &rb, &pb), Result::Success) << last_error();
+    ASSERT_EQ(pa.transfers.size(), pb.transfers.size());
+    for (size_t i = 0; i < pa.transfers.size(); ++i) {
+      const Transfer &x = pa.transfers[i], &y = pb.transfers[i];
+      EXPECT_TRUE(x.src == y.src && x.dst == y.dst && x.via == y.via && x.begin == y.begin && x.bytes == y.bytes &&
+                  x.scratch_offset == y.scratch_offset)
+          << "transfer " << i << " of count " << count;
+    }
+    EXPECT_EQ(pa.scratch_bytes, pb.scratch_bytes);
+    EXPECT_GT(relayed_ranges(pa), 0u);
   }
 }
 
