@@ -44,7 +44,7 @@ class ExchangeQueues final : public device::Backend {
   int num_queues() const override { return 2; }
   Result copy(int queue, void* dst, const void* src, size_t bytes, device::Signal done) override {
     if (bytes > 0 && dst != src)
-      BRAID_TRY(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, streams_[queue]), "cudaMemcpyAsync (peer)"));
+      BRAID_TRY(check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streams_[queue]), "cudaMemcpyAsync (peer)"));
     return done.empty() ? Result::Success : backend_->raise_on_stream(streams_[queue], done);
   }
   Result wait(int queue, device::Signal until) override { return backend_->wait_on_stream(streams_[queue], until); }
