@@ -18,6 +18,9 @@
 // (exit 0), or meets an error and aborts as above. With BRAID_FAULT (src/engine/faults.h) failing
 // one rank inside braid, this checks that every rank returns: all fall back together (all
 // COMPLETED) or all see the error (all OK), within the bound that BRAID_TIMEOUT sets.
+//
+// --collective alltoall runs ncclAlltoAll (out of place, --bytes sent per rank) instead: with
+// BRAID_ROUTE_EXCHANGES, a peer dying under braid's routed exchange (docs/ROUTING.md).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <fcntl.h>
@@ -50,6 +53,7 @@ struct Options {
   double id_timeout = 60.0;
   double init_timeout = 120.0;
   int device = 0;
+  bool alltoall = false;  // --collective alltoall
 };
 
 int g_rank = -1, g_nranks = -1;
@@ -115,6 +119,7 @@ void usage() {
                "usage: dying_rank --id-file PATH [--bytes 256M] [--victim R|none] [--calls 20]\n"
                "                  [--abort-timeout 10] [--error-timeout 30] [--abort-bound 2.0]\n"
                "                  [--id-timeout 60] [--init-timeout 120] [--device 0]\n"
+               "                  [--collective allreduce|alltoall]\n"
                "rank from PMI_RANK (or OMPI_COMM_WORLD_RANK, RANK), size from PMI_SIZE (or\n"
                "OMPI_COMM_WORLD_SIZE, WORLD_SIZE). The id file must not exist before the start.\n");
 }
@@ -137,6 +142,11 @@ Options parse(int argc, char** argv) {
       o.victim = v == "none" ? kNoVictim : std::atoi(v.c_str());
     }
     else if (a == "--calls") o.calls = std::atoi(next());
+    else if (a == "--collective") {
+      const std::string c = next();
+      if (c != "allreduce" && c != "alltoall") setup_error("--collective allreduce or alltoall, not " + c);
+      o.alltoall = c == "alltoall";
+    }
     else if (a == "--abort-timeout") o.abort_timeout = std::atof(next());
     else if (a == "--error-timeout") o.error_timeout = std::atof(next());
     else if (a == "--abort-bound") o.abort_bound = std::atof(next());
@@ -226,6 +236,11 @@ int main(int argc, char** argv) {
   void* buf = nullptr;
   CUDA_OR_DIE(cudaMalloc(&buf, count * sizeof(float)));
   CUDA_OR_DIE(cudaMemset(buf, 0, count * sizeof(float)));
+  void* out = buf;  // all-reduce in place; all-to-all into a buffer of its own
+  if (opt.alltoall) {
+    if (count % g_nranks != 0) setup_error("--bytes must split into equal blocks per rank for alltoall");
+    CUDA_OR_DIE(cudaMalloc(&out, count * sizeof(float)));
+  }
   cudaStream_t stream;
   CUDA_OR_DIE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CUDA_OR_DIE(cudaDeviceSynchronize());
@@ -264,7 +279,7 @@ int main(int argc, char** argv) {
         std::printf(
             "{\"rank\": %d, \"nranks\": %d, \"result\": \"NO ERROR\", \"calls_done\": %d, "
             "\"seconds_waited\": %.3f, \"waiting_in\": \"%s\"}\n",
-            g_rank, g_nranks, calls_seen.load(), waited, in_enqueue.load() ? "ncclAllReduce" : "the stream");
+            g_rank, g_nranks, calls_seen.load(), waited, in_enqueue.load() ? "the enqueue" : "the stream");
         std::fflush(stdout);
         _exit(4);
       }
@@ -302,7 +317,8 @@ int main(int argc, char** argv) {
       _exit(0);
     }
     in_enqueue = true;
-    const ncclResult_t enq = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, stream);
+    const ncclResult_t enq = opt.alltoall ? ncclAlltoAll(buf, out, count / g_nranks, ncclFloat, comm, stream)
+                                          : ncclAllReduce(buf, out, count, ncclFloat, ncclSum, comm, stream);
     in_enqueue = false;
     if (enq != ncclSuccess && enq != ncclInProgress) {
       error = enq;

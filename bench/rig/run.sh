@@ -47,7 +47,8 @@
 #                  through braid, relayed or not), BRAID_PEER_SAME_GPU=1, BRAID_DEBUG=INFO and
 #                  BRAID_ROUTE_TOPOLOGY=bench/rig/route-mesh4.json (a 4-GPU mesh with thin
 #                  diagonals: 3 and 4 ranks relay); bench/rig/route_table.py counts #wrong, hangs,
-#                  WARN lines and the "routed exchange" INFO lines per log
+#                  WARN lines and the "routed exchange" INFO lines per log; then dying_rank
+#                  --collective alltoall (a rank leaves after 20 routed all-to-alls), plain and braid
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -384,6 +385,17 @@ suite_route() {
       # shellcheck disable=SC2086  # nccl-tests' size flags, split on purpose
       run "$OUT/route/${how}_n${n}_${c}.log" "${RIG_ROUTE_LIMIT:-90}" "${L[@]}" "$nt/${c}_perf" $route_sizes -n 2 -w 0 -c 1 -T 40
     done
+  done
+  # A rank dies under routed all-to-alls (64 MB per rank, after 20 calls): the survivors must see
+  # an error (ncclCommGetAsyncError or the next call) and abort within the bound, plain and braid.
+  local d
+  for how in plain braid; do
+    d=$(mktemp -d /tmp/rig-dying.XXXXXX)
+    launch "$how" "$n" BRAID_ROUTE_EXCHANGES "${RIG_ROUTE_MODE:-2}" BRAID_PEER_SAME_GPU 1 \
+      BRAID_ROUTE_TOPOLOGY "$root/bench/rig/route-mesh4.json"
+    run "$OUT/route/dying/${how}_n${n}.log" 120 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --bytes 64M \
+      --calls 20 --collective alltoall --error-timeout "${RIG_ERROR_TIMEOUT:-45}" --abort-timeout 10 --abort-bound 2.0
+    rm -rf "$d"
   done
   python3 "$root/bench/rig/route_table.py" "$OUT/route" | tee "$OUT/route_table.txt" | tee -a "$rig_summary"
 }
