@@ -1,9 +1,9 @@
 // The NCCL API as libbraid.so exports it. Large AllReduce, AllGather, ReduceScatter, Broadcast
 // and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); with
 // BRAID_ROUTE_EXCHANGES, large ncclAlltoAll calls run through braid's routed exchange
-// (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry point. braid records what splitting needs: the
-// communicators (comm_table), the calling thread's group (group_state) and the PreMulSum
-// operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
+// (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry point. braid
+// records what splitting needs: the communicators (comm_table), the calling thread's group
+// (group_state) and the PreMulSum operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
 //
 // Collectives and send/recv are checked as NCCL checks them before braid does anything else with
 // them (arguments.h), and no C++ exception ever leaves an export (guarded()).
