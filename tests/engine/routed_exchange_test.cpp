@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -340,6 +341,29 @@ TEST(EngineRoutedExchange, GroupedCallsRecognisedRoutedAndRunExactly) {
 // As on GPUs: the completion waits go on the queues and the call returns once all is queued.
 TEST(EngineRoutedExchange, CompletionOnTheQueuesIsExact) {
   for (int n : {3, 6}) check_flows_case(n, cases(n).back(), Mode::Threads, engine::Completion::QueuesWait);
+}
+
+// A rank that never enters (it died): the others end with RemoteError within their timeout, never
+// a hang; what the absent rank would have sent never lands, so they must not report success.
+TEST(EngineRoutedExchange, AnAbsentRankEndsThePeersWithAnErrorNotAHang) {
+  const Case c = cases(4).back();  // the hot pair 0 -> 3, relayed through 1 and 2
+  const route::ExchangeLayout layout{4, 1, counts_of(c.traffic, 150001)};
+  route::ExchangePlan plan;
+  ASSERT_NO_FATAL_FAILURE(plan_on_mesh(layout, &plan));
+  SharedExchange shared(plan);
+  std::vector<Result> results(3, Result::Success);
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 3; ++rank)  // rank 3 never comes
+    threads.emplace_back([&, rank] {
+      device::CpuBackend backend;
+      if (backend.register_host(shared.base, shared.bytes) != Result::Success) return;
+      results[size_t(rank)] = engine::run_exchange(plan, rank, shared.buffers, shared.signals, 1, &backend, 4096, 0.5);
+    });
+  for (auto& t : threads) t.join();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int rank = 0; rank < 3; ++rank) EXPECT_EQ(results[size_t(rank)], Result::RemoteError) << "rank " << rank;
+  EXPECT_LT(waited, 10.0);
 }
 
 TEST(EngineRoutedExchange, BuffersThatDoNotHoldThePlanAreRefusedBeforeAnythingMoves) {
