@@ -95,11 +95,13 @@ void ProgressLane::process(std::unique_ptr<LaneJob> job) {
     BRAID_WARN(Balance, "multipath: braid's share of split call %llu failed (%s); later split calls on this "
                "communicator fail too", static_cast<unsigned long long>(job->ledger.call), last_error());
     steps_->after(*job);
+    finished_.fetch_add(1, std::memory_order_release);
   } else {
     steps_->after(*job);
+    // Counted before it is published: whoever sees the call settled sees it finished.
+    finished_.fetch_add(1, std::memory_order_release);
     publish(std::move(job), std::move(seconds));
   }
-  finished_.fetch_add(1, std::memory_order_release);
 }
 
 Result ProgressLane::apply_through(uint64_t call, bool beyond_lag, const Applied& applied) {

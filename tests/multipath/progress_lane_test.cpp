@@ -554,6 +554,8 @@ class FakeSteps final : public LaneSteps {
 
   Result run_share(LaneJob& job, std::vector<double>* seconds) override {
     while (!gate_open.load() && aborts.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Stopped transfers end a share with an error, as the engine's do; never as if it had run.
+    if (!gate_open.load()) return fail(Result::RemoteError, "share stopped by abort");
     share_thread.store(std::this_thread::get_id());
     shares_run.fetch_add(1);
     if (job.ledger.call == fail_call) return fail(Result::SystemError, "share %llu broke", static_cast<unsigned long long>(fail_call));
