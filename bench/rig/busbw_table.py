@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The gpus suite's logs side by side (bench/rig/run.sh gpus N): per launch mode, collective and
 size, nccl-tests' out-of-place busbw (GB/s) of plain NCCL and of each braid variant, each braid
-variant's ratio to plain NCCL in the same call, and the #wrong of every log. Logs are named
+variant's ratio to plain NCCL in the same call, the #wrong of every log, and where braid logged
+them (BRAID_DEBUG=INFO), its "routed exchange" lines. Logs are named
 <variant>_<mode>_<collective>.log, the variant "plain" or starting with "braid", neither it
 nor the mode holding an underscore. Exit code 1 when a
 braid log has wrong rows, failed, timed out or printed no rows."""
@@ -18,7 +19,7 @@ LOG = re.compile(r"^(?P<variant>plain|braid[a-z0-9-]*)_(?P<mode>[a-z0-9-]+)_(?P<
 
 def read(folder):
     table = collections.defaultdict(dict)  # (mode, coll) -> variant -> {size: busbw}
-    wrong, failed = collections.Counter(), []
+    wrong, routed, failed = collections.Counter(), collections.Counter(), []
     for name in sorted(os.listdir(folder)):
         m = LOG.match(name)
         if not m:
@@ -29,15 +30,17 @@ def read(folder):
         key = (m["mode"], m["coll"])
         table[key][m["variant"]] = sizes
         wrong[(key, m["variant"])] += len(parsed["wrong"])
+        with open(os.path.join(folder, name), errors="replace") as f:  # log lines: not in Log.lines
+            routed[(key, m["variant"])] += sum(1 for line in f if "INFO routed exchange:" in line)
         if log.rc not in (None, 0) or log.timed_out or not parsed["rows"]:
             failed.append((m["variant"], f"{name}: rc={log.rc}{' TIMEOUT' if log.timed_out else ''}, "
                                          f"{len(parsed['rows'])} rows"))
-    return table, wrong, failed
+    return table, wrong, routed, failed
 
 
 def main(argv):
     folder = argv[0] if argv else "."
-    table, wrong, failed = read(folder)
+    table, wrong, routed, failed = read(folder)
     out = []
     for (mode, coll), by_variant in sorted(table.items()):
         variants = (["plain"] if "plain" in by_variant else []) + sorted(v for v in by_variant if v != "plain")
@@ -46,6 +49,8 @@ def main(argv):
         out.append("  {:>12} ".format("size") + " ".join(f"{v[:18]:>18}" for v in variants)
                    + "".join(f" {(v + '/plain')[:22]:>22}" for v in braids))
         out.append("  {:>12} ".format("#wrong") + " ".join(f"{wrong[((mode, coll), v)]:>18}" for v in variants))
+        if any(routed[((mode, coll), v)] for v in variants):  # braid's "routed exchange" INFO lines
+            out.append("  {:>12} ".format("routed") + " ".join(f"{routed[((mode, coll), v)]:>18}" for v in variants))
         for s in sorted({s for v in variants for s in by_variant[v]}):
             line = "  {:>12} ".format(s) + " ".join(
                 f"{by_variant[v][s]:>18.2f}" if s in by_variant[v] else f"{'-':>18}" for v in variants)

@@ -37,7 +37,7 @@
 #                  COMPETE_BUDGET (270 s); bench/rig/compete_table.py prints the ratios (docs/NET.md)
 #   gpus N         real GPUs, one per rank, on a machine with N or more: nccl-tests -t N -g 1, -g N
 #                  (braid with and without BRAID_SPLIT_GROUPS), one process per GPU (every
-#                  collective; alltoall and sendrecv also with BRAID_ROUTE_EXCHANGES=1), -p 1, -G 1,
+#                  collective; alltoall also with BRAID_ROUTE_EXCHANGES=2), -p 1, -G 1,
 #                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
 #                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
 #   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
@@ -357,15 +357,21 @@ suite_gpus() {
     gpus_run braid g$n $c 1 -- "${sizes[@]}" -g "$n"
     gpus_run braid-groups g$n $c 1 BRAID_SPLIT_GROUPS 1 -- "${sizes[@]}" -g "$n"
   done
-  for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
+  for c in all_reduce all_gather reduce_scatter alltoall; do
     gpus_run plain mpi $c "$n" -- "${sizes[@]}"
     gpus_run braid mpi $c "$n" -- "${sizes[@]}"
-    [[ $c == alltoall || $c == sendrecv ]] && gpus_run braid-route mpi $c "$n" BRAID_ROUTE_EXCHANGES 1 BRAID_DEBUG INFO -- "${sizes[@]}"
   done
+  # braid's routed exchange for every ncclAlltoAll (mode 2: also when no relay pays), its INFO
+  # line per routed call the proof that it ran.
+  gpus_run braid-route mpi alltoall "$n" BRAID_ROUTE_EXCHANGES 2 BRAID_DEBUG INFO -- "${sizes[@]}"
   gpus_run braid t$n-p1 all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1 -p 1
   gpus_run braid mpi-graph all_reduce "$n" -- "${sizes[@]}" -G 1
   for c in all_reduce reduce_scatter; do
     gpus_run braid mpi-dall $c "$n" -- -d all -o all -b 4M -e 256M -f 64 -n 1 -w 0 -c 1 -T 60
+  done
+  for c in broadcast reduce sendrecv; do
+    gpus_run plain mpi $c "$n" -- "${sizes[@]}"
+    gpus_run braid mpi $c "$n" -- "${sizes[@]}"
   done
   rank_wrap=("${saved_wrap[@]}")
   python3 "$root/bench/rig/busbw_table.py" "$OUT/gpus" > "$OUT/busbw_table.txt"
@@ -376,8 +382,10 @@ suite_gpus() {
 # -w 0 -n 2: nccl-tests' warm-up walks every size in steps of 2; a row is 6 calls. The ranks log
 # at INFO so that every routed call leaves its line (a few hundred lines a log).
 suite_route() {
-  local n=$1 c how route_sizes=${RIG_ROUTE_SIZES:--b 1K -e 256M -f 4} binaries=(alltoall sendrecv scatter gather hypercube)
-  [[ -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
+  local n=$1 c how route_sizes=${RIG_ROUTE_SIZES:--b 1K -e 256M -f 4} binaries
+  # RIG_ROUTE_COLLS narrows the collectives (alltoall alone is the one braid routes today).
+  read -r -a binaries <<< "${RIG_ROUTE_COLLS:-alltoall sendrecv scatter gather hypercube}"
+  [[ -z ${RIG_ROUTE_COLLS:-} && -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
   for c in "${binaries[@]}"; do
     for how in plain braid; do
       launch "$how" "$n" BRAID_ROUTE_EXCHANGES "${RIG_ROUTE_MODE:-2}" BRAID_PEER_SAME_GPU 1 BRAID_DEBUG INFO \
@@ -390,6 +398,7 @@ suite_route() {
   # an error (ncclCommGetAsyncError or the next call) and abort within the bound, plain and braid.
   local d
   for how in plain braid; do
+    [[ ${RIG_ROUTE_DYING:-1} == 1 ]] || break
     d=$(mktemp -d /tmp/rig-dying.XXXXXX)
     launch "$how" "$n" BRAID_ROUTE_EXCHANGES "${RIG_ROUTE_MODE:-2}" BRAID_PEER_SAME_GPU 1 \
       BRAID_ROUTE_TOPOLOGY "$root/bench/rig/route-mesh4.json"

@@ -14,12 +14,12 @@ import busbw_table  # noqa: E402
 from test_summarize import CMD, START, footer, header, run_sh, table  # noqa: E402
 
 
-def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0):
+def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0, extra=""):
     body = table([(1024, "float", "sum", (0, 0)), (1 << 20, "float", "sum", (wrong, 0))]) if rows else ""
     # The synthetic rows print busbw 1.50; `scale` rewrites it so ratios differ from 1.
     body = body.replace("  1.50  ", f"  {1.5 * scale:4.2f}  ")
     with open(os.path.join(folder, name), "w") as f:
-        f.write(run_sh(CMD, START + header() + body + footer(), rc))
+        f.write(run_sh(CMD, extra + START + header() + body + footer(), rc))
 
 
 def run(folder):
@@ -48,6 +48,15 @@ class BusbwTableTest(unittest.TestCase):
             rc, text = run(d)
             self.assertEqual(rc, 0, text)
             self.assertIn("== reduce_scatter, t2-p1", text)
+
+    def test_routed_exchange_lines_are_counted(self):
+        with tempfile.TemporaryDirectory() as d:
+            line = "host:1:2 [0] BRAID INFO routed exchange: 2 flows, 8 bytes, 0 relayed ranges\n"
+            write(d, "plain_mpi_alltoall.log")
+            write(d, "braid-route_mpi_alltoall.log", extra=line * 3)
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertEqual([l.split() for l in text.splitlines() if l.strip().startswith("routed")], [["routed", "0", "3"]])
 
     def test_braid_failures_fail_plain_ones_are_only_said(self):
         cases = {"wrong rows": dict(wrong=3), "timeout": dict(rc=124), "no rows": dict(rows=False)}
