@@ -152,8 +152,10 @@ bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& 
 bool gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, PciePath& path) {
   const RealNccl& real = real_nccl();
   ncclResult_t async = ncclSuccess;
+  // ncclInProgress is no error (NCCL may still be connecting); a rank that read it as one would
+  // decline alone.
   if (real.ncclCommGetAsyncError == nullptr || real.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
-      async != ncclSuccess)
+      (async != ncclSuccess && async != ncclInProgress))
     return false;
   return fp8_reduction_supported(call, state, path) && buffers_usable(call, state, path);
 }
@@ -198,18 +200,30 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
     return false;
   }
-  // Asked only of calls that would be split, so small collectives pay no CUDA call here.
+  // Asked only of calls that would be split, so small collectives pay no CUDA call here. Every
+  // rank captures the same calls, so `capturing` is every rank's answer.
   const bool capturing = captured(stream);
-  if (capturing || !gpu_allows_split(comm, call, *state, path)) {
-    if (path.orchestrator)
-      path.orchestrator->trace_declined(call, capturing ? "captured in a CUDA graph"
-                                                        : "the communicator's error, FP8 below sm90, or buffers "
-                                                          "not on its GPU");
+  if (capturing) {
+    if (path.orchestrator) path.orchestrator->trace_declined(call, "captured in a CUDA graph");
     return false;
   }
+  const bool allowed = gpu_allows_split(comm, call, *state, path);
   if (first) {
+    // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
+    // enters it at this call or none does. This rank's own answer must not keep it out alone, or
+    // its peers wait inside the making while it waits in NCCL for them (seen on two H100s): the
+    // ranks agree first, and all fall back together when any one cannot.
+    path.attempted = true;
+    if (!all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed)) {
+      BRAID_INFO(Shim, "multipath: %s; this communicator's collectives go to NCCL alone",
+                 allowed ? "another rank cannot use braid's PCIe path" : "braid's PCIe path cannot take this call here");
+      return false;
+    }
     make_orchestrator(comm, *state, path);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
+  } else if (!allowed) {
+    path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
+    return false;
   }
   *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
   // A failed argument check changes nothing; any other failure leaves the communicator broken.
@@ -232,7 +246,9 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
                        : multipath::message_bytes(call, state->nranks) < path_min_bytes())
       return false;
-    if (captured(stream) || !gpu_allows_split(comm, call, *state, path)) return false;
+    // Only what every rank answers alike: a rank holding a call that another hands to NCCL inside
+    // the group would wait for it at the group's end. split_now checks this rank's own buffers.
+    if (captured(stream)) return false;
   }
   return true;
 }
