@@ -19,12 +19,15 @@ LOG = re.compile(r"^(?P<variant>plain|braid[a-z0-9-]*)_(?P<mode>[a-z0-9-]+)_(?P<
 
 def read(folder):
     table = collections.defaultdict(dict)  # (mode, coll) -> variant -> {size: busbw}
-    wrong, routed, failed = collections.Counter(), collections.Counter(), []
+    wrong, routed, failed, skipped = collections.Counter(), collections.Counter(), [], []
     for name in sorted(os.listdir(folder)):
         m = LOG.match(name)
         if not m:
             continue
         log = summarize.Log(os.path.join(folder, name))
+        if log.skipped:  # run.sh's budget left no time for it: said, neither passed nor failed
+            skipped.append(name)
+            continue
         parsed = summarize.parse_nccl_tests(log)
         sizes = summarize.busbw_by_size(parsed)
         key = (m["mode"], m["coll"])
@@ -35,12 +38,12 @@ def read(folder):
         if log.rc not in (None, 0) or log.timed_out or not parsed["rows"]:
             failed.append((m["variant"], f"{name}: rc={log.rc}{' TIMEOUT' if log.timed_out else ''}, "
                                          f"{len(parsed['rows'])} rows"))
-    return table, wrong, routed, failed
+    return table, wrong, routed, failed, skipped
 
 
 def main(argv):
     folder = argv[0] if argv else "."
-    table, wrong, routed, failed = read(folder)
+    table, wrong, routed, failed, skipped = read(folder)
     out = []
     for (mode, coll), by_variant in sorted(table.items()):
         variants = (["plain"] if "plain" in by_variant else []) + sorted(v for v in by_variant if v != "plain")
@@ -60,6 +63,8 @@ def main(argv):
             out.append(line)
     for variant, text in failed:
         out.append(("  FAILED: " if variant != "plain" else "  failed (plain NCCL): ") + text)
+    if skipped:
+        out.append(f"  skipped (budget): {len(skipped)} logs: " + " ".join(skipped))
     print("\n".join(out) if out else "no logs")
     bad = sum(n for (_, v), n in wrong.items() if v != "plain") + sum(1 for v, _ in failed if v != "plain")
     return 1 if bad else 0

@@ -49,6 +49,14 @@ class BusbwTableTest(unittest.TestCase):
             self.assertEqual(rc, 0, text)
             self.assertIn("== reduce_scatter, t2-p1", text)
 
+    def test_skipped_logs_are_said_not_failed(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "braid_mpi_reduce.log"), "w") as f:
+                f.write(f"# command: {CMD}\n# SKIPPED: 27s of the run's 530s budget left\n")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("skipped (budget): 1 logs: braid_mpi_reduce.log", text)
+
     def test_routed_exchange_lines_are_counted(self):
         with tempfile.TemporaryDirectory() as d:
             line = "host:1:2 [0] BRAID INFO routed exchange: 2 flows, 8 bytes, 0 relayed ranges\n"
