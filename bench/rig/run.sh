@@ -26,7 +26,8 @@
 #                  1K to 256M for all_reduce, all_gather, reduce_scatter, sendrecv; variants
 #                  plain-socket, braid-net-1nic (127.0.0.1), braid-net-2nic (127.0.0.1 and .2), and
 #                  both braid ones shaped to RIG_NET_RATE MB/s per NIC (default 400); RIG_NET_VARIANTS
-#                  picks variants (braid-net-1nic-2thr: one NIC, BRAID_NET_THREADS=2);
+#                  picks variants (braid-net-1nic-2thr: one NIC, BRAID_NET_THREADS=2), RIG_NET_COLLS
+#                  the collectives;
 #                  bench/rig/net_table.py puts busbw and #wrong side by side (docs/NET.md)
 #   compete N      issue 20's "under a competing flow on one NIC, braid beats NCCL's socket transport
 #                  by >= 1.3x": bench/rig/compete.sh puts each rank in its own network namespace (a
@@ -296,10 +297,14 @@ suite_hosttime() {
 suite_net() {
   local n=$1 c variant rate=${RIG_NET_RATE:-400} net_variants
   # RIG_NET_VARIANTS narrows or extends the variants: braid-net-1nic-2thr is braid on one NIC with
-  # two progress threads (BRAID_NET_THREADS=2), against one thread's copy rate (docs/NET.md).
+  # two progress threads (BRAID_NET_THREADS=2, now the default too; BRAID_NET_THREADS=1 in the
+  # environment makes the other braid variants one thread's, as before), docs/NET.md.
   read -r -a net_variants <<< "${RIG_NET_VARIANTS:-plain-socket braid-net-1nic braid-net-2nic braid-net-1nic-shaped braid-net-2nic-shaped}"
-  local base=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET)
-  for c in all_reduce all_gather reduce_scatter sendrecv; do
+  local base=(NCCL_P2P_DISABLE 1 NCCL_SHM_DISABLE 1 NCCL_DEBUG INFO NCCL_DEBUG_SUBSYS INIT,NET) net_colls
+  # RIG_NET_COLLS: the collectives (the rest of nccl-tests': broadcast reduce alltoall gather
+  # scatter hypercube, for a call of their own).
+  read -r -a net_colls <<< "${RIG_NET_COLLS:-all_reduce all_gather reduce_scatter sendrecv}"
+  for c in "${net_colls[@]}"; do
     for variant in "${net_variants[@]}"; do
       local env=("${base[@]}")
       case $variant in
