@@ -340,7 +340,9 @@ suite_compete() {
 # -c 1, 1K to RIG_GPUS_MAX (1G), plain NCCL beside braid for nccl-tests' busbw;
 # bench/rig/busbw_table.py prints them side by side with the ratios (logs in $OUT/gpus/).
 suite_gpus() {
-  local n=$1 c have sizes=(-b 1K -e "${RIG_GPUS_MAX:-1G}" -f 4 -n 5 -w 2 -c 1 -T 60)
+  # -T 40: a braid rank waits BRAID_TIMEOUT (30 s) for a peer before it fails; a run that hangs
+  # is killed at 75 s, so a broken mode costs the budget little.
+  local n=$1 c have sizes=(-b 1K -e "${RIG_GPUS_MAX:-1G}" -f 4 -n 5 -w 2 -c 1 -T 40)
   have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   if ((have < n)); then say "SKIPPED gpus $n: $have GPUs here"; return 0; fi
   local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
@@ -351,10 +353,16 @@ suite_gpus() {
     while (($#)) && [[ $1 != -- ]]; do env+=("$1"); shift; done
     shift
     launch "${variant%%-*}" "$procs" ${env[@]+"${env[@]}"}
-    run "$OUT/gpus/${variant}_${mode}_${coll}.log" 120 "${L[@]}" "$nt/${coll}_perf" "$@"
+    run "$OUT/gpus/${variant}_${mode}_${coll}.log" 75 "${L[@]}" "$nt/${coll}_perf" "$@"
   }
-  for c in all_reduce all_gather reduce_scatter broadcast; do
-    [[ $c == all_reduce || $c == all_gather ]] && gpus_run plain t$n $c 1 -- "${sizes[@]}" -t "$n" -g 1
+  # First the two modes that failed before the ranks agreed on making braid's path: all_reduce with
+  # a thread per GPU and with a process per GPU.
+  gpus_run plain t$n all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1
+  gpus_run braid t$n all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1
+  gpus_run plain mpi all_reduce "$n" -- "${sizes[@]}"
+  gpus_run braid mpi all_reduce "$n" -- "${sizes[@]}"
+  for c in all_gather reduce_scatter broadcast; do
+    [[ $c == all_gather ]] && gpus_run plain t$n $c 1 -- "${sizes[@]}" -t "$n" -g 1
     gpus_run braid t$n $c 1 -- "${sizes[@]}" -t "$n" -g 1
   done
   for c in all_reduce all_gather reduce_scatter; do
@@ -362,7 +370,7 @@ suite_gpus() {
     gpus_run braid g$n $c 1 -- "${sizes[@]}" -g "$n"
     gpus_run braid-groups g$n $c 1 BRAID_SPLIT_GROUPS 1 -- "${sizes[@]}" -g "$n"
   done
-  for c in all_reduce all_gather reduce_scatter alltoall; do
+  for c in all_gather reduce_scatter alltoall; do
     gpus_run plain mpi $c "$n" -- "${sizes[@]}"
     gpus_run braid mpi $c "$n" -- "${sizes[@]}"
   done
@@ -372,7 +380,7 @@ suite_gpus() {
   gpus_run braid t$n-p1 all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1 -p 1
   gpus_run braid mpi-graph all_reduce "$n" -- "${sizes[@]}" -G 1
   for c in all_reduce reduce_scatter; do
-    gpus_run braid mpi-dall $c "$n" -- -d all -o all -b 4M -e 256M -f 64 -n 1 -w 0 -c 1 -T 60
+    gpus_run braid mpi-dall $c "$n" -- -d all -o all -b 4M -e 256M -f 64 -n 1 -w 0 -c 1 -T 40
   done
   for c in broadcast reduce sendrecv; do
     gpus_run plain mpi $c "$n" -- "${sizes[@]}"
