@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "cuda/device_scope.h"
 #include "cuda/driver_calls.h"
 #include "api/comm.h"
 #include "api/nccl_calls.h"
@@ -344,16 +345,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (const Result f = failure(&text); f != Result::Success)
     return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
-  int caller_device = device_;
-  cudaGetDevice(&caller_device);
-  struct RestoreDevice {
-    int device;
-    bool switched;
-    ~RestoreDevice() {
-      if (switched) cudaSetDevice(device);
-    }
-  } restore{caller_device, caller_device != device_};
-  if (restore.switched) BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  const cuda::DeviceScope on_device(device_);
+  BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.

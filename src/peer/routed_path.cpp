@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "cuda/device_scope.h"
 #include "engine/control.h"
 #include "engine/routed_exchange.h"
 #include "peer/peer_layout.h"
@@ -119,13 +120,8 @@ Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::uniq
   p->rank_ = p->braid_->rank;
   p->nranks_ = p->braid_->nranks;
   p->device_ = p->braid_->device;
-  int previous = 0;
-  BRAID_TRY(p->cuda(cudaGetDevice(&previous), "cudaGetDevice"));
-  BRAID_TRY(p->cuda(cudaSetDevice(p->device_), "cudaSetDevice"));
-  struct RestoreDevice {
-    int device;
-    ~RestoreDevice() { cudaSetDevice(device); }
-  } restore{previous};
+  const cuda::DeviceScope on_device(p->device_);
+  BRAID_TRY(p->cuda(on_device.status(), "cudaSetDevice"));
 
   // Every rank makes its part, then all learn whether every rank could.
   Peers peers;
@@ -305,13 +301,8 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
   if (const Result f = failure(&text); f != Result::Success)
     return fail(f, "routed exchange: failed earlier on this communicator: %s", text.c_str());
   if (epoch_ + 1 >= (uint64_t{1} << 32)) return Result::Success;  // counters spent: NCCL from here on
-  int previous = device_;
-  cudaGetDevice(&previous);
-  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  struct RestoreDevice {
-    int device;
-    ~RestoreDevice() { cudaSetDevice(device); }
-  } restore{previous};
+  const cuda::DeviceScope on_device(device_);
+  BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
   // The same routing and plan on every rank: same counts, same router history.
   const route::ExchangeLayout layout = route::alltoall_layout(nranks_, count, datatype_size(type));
