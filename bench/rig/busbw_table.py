@@ -33,8 +33,7 @@ def read(folder):
         key = (m["mode"], m["coll"])
         table[key][m["variant"]] = sizes
         wrong[(key, m["variant"])] += len(parsed["wrong"])
-        with open(os.path.join(folder, name), errors="replace") as f:  # log lines: not in Log.lines
-            routed[(key, m["variant"])] += sum(1 for line in f if "INFO routed exchange:" in line)
+        routed[(key, m["variant"])] += summarize.routed_exchanges(os.path.join(folder, name))
         if log.rc not in (None, 0) or log.timed_out or not parsed["rows"]:
             failed.append((m["variant"], f"{name}: rc={log.rc}{' TIMEOUT' if log.timed_out else ''}, "
                                          f"{len(parsed['rows'])} rows"))

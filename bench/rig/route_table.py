@@ -14,7 +14,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summarize  # noqa: E402  (the rig's own log reader)
 
 LOG = re.compile(r"^(?P<how>plain|braid)_n(?P<ranks>\d+)_(?P<coll>\w+)\.log$")
-ROUTED = re.compile(r"\bINFO routed exchange: \d+ flows")
 # The binaries whose calls braid routes today (grouped ncclSend/ncclRecv still go to NCCL).
 ROUTED_BINARIES = {"alltoall"}
 
@@ -22,26 +21,17 @@ ROUTED_BINARIES = {"alltoall"}
 def read_log(path):
     log = summarize.Log(path)
     parsed = summarize.parse_nccl_tests(log)
-    with open(path, errors="replace") as f:
-        routed = sum(1 for line in f if ROUTED.search(line))
-    busbw = None
-    sizes = []
-    for row in parsed["rows"]:
-        try:
-            sizes.append((int(row[0]), float(row[7])))
-        except (ValueError, IndexError):
-            pass
-    if sizes:
-        busbw = max(sizes)[1]
+    sizes = summarize.busbw_by_size(parsed)
+    largest = max(sizes) if sizes else None
     return {
         "rows": len(parsed["rows"]),
         "wrong": len(parsed["wrong"]),
         "hang": log.timed_out,
         "failed": not log.timed_out and (log.rc not in (None, 0) or not parsed["rows"] or bool(log.failures)),
         "warns": len(log.warns),
-        "routed": routed,
-        "busbw": busbw,
-        "largest": max(sizes)[0] if sizes else None,
+        "routed": summarize.routed_exchanges(path),
+        "busbw": sizes[largest] if sizes else None,
+        "largest": largest,
     }
 
 

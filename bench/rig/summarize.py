@@ -160,6 +160,16 @@ def busbw_by_size(parsed):
     return sizes
 
 
+ROUTED_EXCHANGE = re.compile(r"\bINFO routed exchange: \d+ flows")
+
+
+def routed_exchanges(path):
+    """braid's "routed exchange" INFO lines in a log (one per routed call and rank), which Log
+    leaves out of its lines."""
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if ROUTED_EXCHANGE.search(line))
+
+
 def summarise_nccl_tests(log, out):
     p = parse_nccl_tests(log)
     # A log without a single row checked nothing: a failure too, not a pass.

@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """Tests of bench/rig/busbw_table.py on synthetic gpus-suite logs (nccl-tests' formats, from
 test_summarize.py). No GPU needed:  python3 bench/rig/test_busbw_table.py"""
-import io
 import os
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import busbw_table  # noqa: E402
-from test_summarize import CMD, START, footer, header, run_sh, table  # noqa: E402
+from test_summarize import CMD, START, footer, header, run_main, run_sh, table  # noqa: E402
 
 
 def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0, extra=""):
@@ -23,10 +21,7 @@ def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0, extra=""):
 
 
 def run(folder):
-    out = io.StringIO()
-    with redirect_stdout(out):
-        rc = busbw_table.main([folder])
-    return rc, out.getvalue()
+    return run_main(busbw_table.main, folder)
 
 
 class BusbwTableTest(unittest.TestCase):

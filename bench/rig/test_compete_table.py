@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """Tests of bench/rig/compete_table.py on synthetic compete-suite logs (nccl-tests' formats, from
 test_summarize.py; net_bench's report line). No GPU needed:  python3 bench/rig/test_compete_table.py"""
-import io
 import os
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compete_table  # noqa: E402
-from test_summarize import CMD, START, float_str, footer, header, preamble, run_sh  # noqa: E402
+from test_summarize import CMD, START, float_str, footer, header, preamble, run_main, run_sh  # noqa: E402
 
 LOADED = "host:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin braid (v11)\n"
 FAIR = "mode: namespaces: 2 hosts, 2 NICs each (nic0..), 2000 Mbit/s each way per NIC (tc tbf); fair\n"
@@ -46,10 +44,7 @@ def write(folder, variant, cond, busbw, work="sendrecv", wrong=0, loaded=True, r
 
 
 def run(folder):
-    out = io.StringIO()
-    with redirect_stdout(out):
-        rc = compete_table.main([folder])
-    return rc, out.getvalue()
+    return run_main(compete_table.main, folder)
 
 
 def four(folder, work="sendrecv", values=(0.4, 0.8, 0.2, 0.6), **braid):

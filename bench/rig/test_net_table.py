@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """Tests of bench/rig/net_table.py on synthetic net-suite logs (nccl-tests' formats, from
 test_summarize.py). No GPU needed:  python3 bench/rig/test_net_table.py"""
-import io
 import os
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import net_table  # noqa: E402
-from test_summarize import CMD, START, footer, header, run_sh, table  # noqa: E402
+from test_summarize import CMD, START, footer, header, run_main, run_sh, table  # noqa: E402
 
 LOADED = "host:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin braid (v11)\n"
 
@@ -24,10 +22,7 @@ def write(folder, name, wrong=0, loaded=True, rc=0):
 
 
 def run(folder):
-    out = io.StringIO()
-    with redirect_stdout(out):
-        rc = net_table.main([folder])
-    return rc, out.getvalue()
+    return run_main(net_table.main, folder)
 
 
 class NetTableTest(unittest.TestCase):

@@ -1,17 +1,15 @@
 #!/usr/bin/env python3
 """Tests of bench/rig/route_table.py on synthetic route-suite logs (nccl-tests' formats, from
 test_summarize.py). No GPU needed:  python3 -m pytest bench/rig/test_route_table.py"""
-import io
 import os
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import route_table  # noqa: E402
-from test_summarize import CMD, START, WARN, footer, header, run_sh, table  # noqa: E402
+from test_summarize import CMD, START, WARN, footer, header, run_main, run_sh, table  # noqa: E402
 
 ROUTED = "host:1:2 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 relayed ranges (epoch 3)\n"
 
@@ -24,10 +22,7 @@ def write(folder, name, wrong=0, routed=0, rc=0, warn=False):
 
 
 def run(folder):
-    out = io.StringIO()
-    with redirect_stdout(out):
-        rc = route_table.main([folder])
-    return rc, out.getvalue()
+    return run_main(route_table.main, folder)
 
 
 class RouteTableTest(unittest.TestCase):

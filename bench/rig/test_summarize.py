@@ -3,11 +3,13 @@
 formats (src/util.cu: writeResultHeader, writeBenchmarkLinePreamble, writeBenchmarkLineBody,
 writeResultFooter) and run.sh's first and last lines. No GPU needed:  python3 bench/rig/test_summarize.py
 """
+import io
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
+from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -55,6 +57,14 @@ def footer(oob=0):
 
 START = ("# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22803\n"
          "# Collective test starting: all_reduce_perf\n")
+
+
+def run_main(main, folder):
+    """A table script's main on `folder`: its exit code and what it printed."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = main([folder])
+    return rc, out.getvalue()
 
 
 def run_sh(cmd, text, rc=0):
