@@ -7,11 +7,13 @@
 //
 // Collectives and send/recv are checked as NCCL checks them before braid does anything else with
 // them (arguments.h), and no C++ exception ever leaves an export (guarded()).
+#include <cuda_runtime.h>
 #include <cxxabi.h>
 
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <vector>
 
 #include "common/log.h"
 #include "common/result.h"
@@ -117,7 +119,8 @@ ncclResult_t forward(Fn braid::api::NcclCalls::*slot, const char* api, Args... a
 bool accepted(ncclResult_t result) { return result == ncclSuccess || result == ncclInProgress; }
 
 // Fills what NCCL can already tell about `comm` into `state`; a non-blocking communicator
-// still initialising answers later (see ncclCommGetAsyncError).
+// still initialising answers later (see ncclCommGetAsyncError). Never asked inside the group that
+// makes `comm`: NCCL initialises it at the group's end and answers 0 for its device before that.
 braid::shim::CommState query_state(ncclComm_t comm, braid::shim::CommState state) {
   const RealNccl& real = real_nccl();
   int value = -1;
@@ -134,6 +137,40 @@ braid::shim::CommState query_state(ncclComm_t comm, braid::shim::CommState state
   return state;
 }
 
+// Communicators this thread made inside its open group, learnt at the group's outermost end.
+std::vector<ncclComm_t>& made_in_this_group() {
+  thread_local std::vector<ncclComm_t> made;
+  return made;
+}
+
+void log_known(ncclComm_t comm, const braid::shim::CommState& state) {
+  if (state.complete())
+    BRAID_INFO(Shim, "communicator %p: rank %d of %d on GPU %d", static_cast<void*>(comm), state.rank, state.nranks,
+               state.cuda_device);
+}
+
+void learn_made_in_group(bool group_succeeded) {
+  auto& made = made_in_this_group();
+  if (group_succeeded) {
+    for (ncclComm_t comm : made) {
+      auto state = braid::shim::comm_table().find(comm);
+      if (!state || state->complete() || !state->blocking) continue;
+      if (auto learnt = braid::shim::comm_table().complete_from(comm, query_state(comm, *state))) log_known(comm, *learnt);
+    }
+  }
+  made.clear();
+}
+
+// The device NCCL gives a communicator made by ncclCommInitRank*: the caller's current one.
+int current_device() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 // Whether a communicator made with `config` blocks: NCCL_CONFIG_UNDEF_INT (unset) means the
 // default, blocking; a split or shrink without a config inherits its parent's.
 bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
@@ -144,16 +181,27 @@ bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
   return true;
 }
 
-// After NCCL created `comm` (result Success, or InProgress for a non-blocking one).
-void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking = true) {
+// After NCCL created `comm` (result Success, or InProgress for a non-blocking one) on `device`
+// (-1: the parent's, for a split or shrink; else NCCL tells).
+void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking = true, int device = -1,
+              ncclComm_t parent = nullptr) {
   if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
   braid::shim::CommState state;
   state.rank = rank;
   state.nranks = nranks;
   state.blocking = blocking;
-  if (result == ncclSuccess) state = query_state(comm, state);
+  state.cuda_device = device;
+  if (parent != nullptr && device < 0) {
+    if (auto known = braid::shim::comm_table().find(parent)) state.cuda_device = known->cuda_device;
+  }
+  if (braid::shim::this_thread_group().in_group()) {
+    made_in_this_group().push_back(comm);
+  } else if (result == ncclSuccess) {
+    state = query_state(comm, state);
+  }
   state.pcie_path = std::make_shared<braid::shim::PciePath>();
   braid::shim::comm_table().insert(comm, state);
+  log_known(comm, state);
 }
 
 // braid's part of a communicator the application destroys or aborts, taken out of the table
@@ -360,8 +408,9 @@ BRAID_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm*
 
 BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return guarded(__func__, [&] {
+    const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
-    if (comm != nullptr) remember(result, *comm, rank, nranks);
+    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device);
     return result;
   });
 }
@@ -369,8 +418,9 @@ BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUni
 BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                  ncclConfig_t* config) {
   return guarded(__func__, [&] {
+    const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
-    if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr));
+    if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device);
     return result;
   });
 }
@@ -378,9 +428,10 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, n
 BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
                                                    ncclUniqueId* commIds, ncclConfig_t* config) {
   return guarded(__func__, [&] {
+    const int device = current_device();
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
-    if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr));
+    if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device);
     return result;
   });
 }
@@ -389,7 +440,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*
   return guarded(__func__, [&] {
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitAll, comm, ndev, devlist);
     if (comm != nullptr && result == ncclSuccess) {
-      for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev);
+      for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i);
     }
     return result;
   });
@@ -400,7 +451,7 @@ BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
   return guarded(__func__, [&] {
     const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
     // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm);
     return result;
   });
 }
@@ -410,7 +461,7 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
   return guarded(__func__, [&] {
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm));
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm);
     return result;
   });
 }
@@ -458,7 +509,7 @@ BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* a
       }
       // A non-blocking communicator has finished initialising: learn what was unknown.
       if (auto state = braid::shim::comm_table().find(comm); state && !state->complete()) {
-        braid::shim::comm_table().complete_from(comm, query_state(comm, *state));
+        if (auto learnt = braid::shim::comm_table().complete_from(comm, query_state(comm, *state))) log_known(comm, *learnt);
       }
     }
     return result;
@@ -630,7 +681,7 @@ BRAID_EXPORT ncclResult_t ncclGroupEnd() {
     if (braid_enabled() && reaches_nccl && group.depth() == 1) held.swap(braid::shim::this_thread_held());
     const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
     // NCCL leaves the group whatever the outcome, as long as the call reached it.
-    if (braid_enabled() && reaches_nccl) group.on_end();
+    if (braid_enabled() && reaches_nccl && group.on_end()) learn_made_in_group(accepted(result));
     if (held.empty()) return result;
     if (result != ncclSuccess) {
       BRAID_WARN(Shim, "ncclGroupEnd failed (%s); the group's %zu collectives held for splitting were not run",

@@ -14,6 +14,8 @@ struct ncclComm {
   int nranks = 1;
   int device = 0;
   bool blocking = true;
+  // Made inside a group: NCCL initialises it at the group's end and answers device 0 until then.
+  bool initialised = true;
   int serial = 0;  // spreads operator values apart, as NCCL's mangling by the communicator does
   ncclResult_t async_error = ncclSuccess;
   std::vector<bool> op_slot_live;  // PreMulSum operator slots, reused lowest first
@@ -28,6 +30,7 @@ std::mutex g_mutex;
 std::vector<FakeNcclCall> g_calls;
 int g_group_depth = 0;
 int g_next_serial = 0;
+std::vector<ncclComm*> g_made_in_group;  // under g_mutex
 struct PendingThrow {
   std::string what;
   bool std_exception;
@@ -74,6 +77,10 @@ ncclResult_t make_comm(ncclComm_t* comm, int nranks, int rank, bool blocking) {
   {
     std::lock_guard lock(g_mutex);
     made->serial = g_next_serial++;
+    if (g_group_depth > 0) {
+      made->initialised = false;
+      g_made_in_group.push_back(made);
+    }
   }
   *comm = made;
   // A non-blocking communicator answers as NCCL's does: ready later (ncclCommGetAsyncError).
@@ -143,6 +150,10 @@ ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId,
 
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   throw_if_asked();
+  {
+    std::lock_guard lock(g_mutex);
+    std::erase(g_made_in_group, comm);
+  }
   delete comm;
   return ncclSuccess;
 }
@@ -186,7 +197,7 @@ ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
   throw_if_asked();
   if (const ncclResult_t r = ensure_ready(comm); r != ncclSuccess) return r;
-  *device = comm->device;
+  *device = comm->initialised ? comm->device : 0;
   return ncclSuccess;
 }
 
@@ -290,7 +301,10 @@ ncclResult_t pncclGroupEnd() {
   throw_if_asked();
   std::lock_guard lock(g_mutex);
   if (g_group_depth == 0) return ncclInvalidUsage;
-  --g_group_depth;
+  if (--g_group_depth == 0) {
+    for (ncclComm* made : g_made_in_group) made->initialised = true;
+    g_made_in_group.clear();
+  }
   return ncclSuccess;
 }
 
