@@ -47,6 +47,7 @@ struct Transfer {
   size_t begin = 0;           // offset inside the pair's block (bytes)
   size_t bytes = 0;
   size_t scratch_offset = 0;  // relays only
+  bool operator==(const Transfer&) const = default;
 };
 
 struct ExchangePlan {

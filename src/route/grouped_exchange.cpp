@@ -1,6 +1,7 @@
 #include "route/grouped_exchange.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace braid::route {
 
@@ -87,6 +88,54 @@ Result agree_on_exchange(int ranks, const std::vector<uint64_t>& summaries, Exch
 
 ExchangeLayout alltoall_layout(int ranks, size_t count, size_t element_bytes) {
   return {ranks, element_bytes, std::vector<size_t>(size_t(ranks) * size_t(ranks), count)};
+}
+
+namespace {
+
+// `count` elements of `element_bytes` on the pairs `pair(r)` for every rank r, nothing elsewhere.
+template <typename Pair>
+ExchangeLayout one_block_per_rank(int ranks, size_t count, size_t element_bytes, Pair pair) {
+  ExchangeLayout l{ranks, element_bytes, std::vector<size_t>(size_t(ranks) * size_t(ranks), 0)};
+  for (int r = 0; r < ranks; ++r) {
+    const auto [s, d] = pair(r);
+    l.counts[size_t(s) * size_t(ranks) + size_t(d)] = count;
+  }
+  return l;
+}
+
+}  // namespace
+
+ExchangeLayout gather_layout(int ranks, int root, size_t count, size_t element_bytes) {
+  return one_block_per_rank(ranks, count, element_bytes, [root](int r) { return std::pair{r, root}; });
+}
+
+ExchangeLayout scatter_layout(int ranks, int root, size_t count, size_t element_bytes) {
+  return one_block_per_rank(ranks, count, element_bytes, [root](int r) { return std::pair{root, r}; });
+}
+
+bool packed_buffers_usable(const ExchangeLayout& layout, int rank, const void* send, const void* recv) {
+  if ((layout.send_bytes(rank) > 0 && send == nullptr) || (layout.recv_bytes(rank) > 0 && recv == nullptr)) return false;
+  // The blocks the rank receives and sends, each list in address order (packed), empty ones left
+  // out; then one sweep over both finds every pair that overlaps.
+  struct Block {
+    uintptr_t at;
+    size_t bytes;
+    int peer;
+  };
+  std::vector<Block> in, out;
+  uintptr_t r = reinterpret_cast<uintptr_t>(recv), s = reinterpret_cast<uintptr_t>(send);
+  for (int q = 0; q < layout.ranks; ++q) {
+    if (const size_t b = layout.block_bytes(q, rank); b > 0) in.push_back({r, b, q}), r += b;
+    if (const size_t b = layout.block_bytes(rank, q); b > 0) out.push_back({s, b, q}), s += b;
+  }
+  for (size_t i = 0, j = 0; i < in.size() && j < out.size();) {
+    const Block &a = in[i], &b = out[j];
+    const bool own_block_in_place = a.peer == rank && b.peer == rank && a.at == b.at;
+    if (a.at < b.at + b.bytes && b.at < a.at + a.bytes && !own_block_in_place) return false;
+    if (a.at + a.bytes <= b.at + b.bytes) ++i;
+    else ++j;
+  }
+  return true;
 }
 
 size_t largest_flow_bytes(const ExchangeLayout& layout) {

@@ -1,8 +1,9 @@
 // Recognising an exchange behind the NCCL API: the sends and receives one rank made inside one
 // outermost ncclGroupStart/End (or alone), sorted into flows by NCCL's matching rule (the k-th send
 // from rank a to rank b matches b's k-th receive from a), and the agreement every rank reaches on
-// the whole exchange from a small summary each rank publishes. ncclAlltoAll needs no agreement:
-// every rank knows every count (alltoall_layout).
+// the whole exchange from a small summary each rank publishes. ncclAlltoAll, ncclGather and
+// ncclScatter need no agreement: every rank knows every count (alltoall_layout, gather_layout,
+// scatter_layout).
 //
 // A pair's flows are carried as one block, the flows one after another in matching order: the
 // router and the plan work on pair totals (route/exchange_plan.h), so a relay needs no flow sizes
@@ -54,6 +55,24 @@ Result agree_on_exchange(int ranks, const std::vector<uint64_t>& summaries, Exch
 
 // ncclAlltoAll(count, type): `count` elements of `element_bytes` for every pair, packed.
 ExchangeLayout alltoall_layout(int ranks, size_t count, size_t element_bytes);
+
+// ncclGather(count, type, root): every rank sends `count` elements from the start of its send
+// buffer to `root`, which receives rank r's at r x count elements of its receive buffer (its own
+// block is a copy inside root). Packed, as alltoall_layout: no other pair moves anything.
+ExchangeLayout gather_layout(int ranks, int root, size_t count, size_t element_bytes);
+
+// ncclScatter(count, type, root): `root` sends the block at d x count elements of its send buffer
+// to rank d, which receives it at the start of its receive buffer.
+ExchangeLayout scatter_layout(int ranks, int root, size_t count, size_t element_bytes);
+
+// Whether `rank` can take part in `layout` (packed: each block at the layout's offsets in the
+// rank's one send and one receive buffer) with these buffers: every buffer it uses is not null,
+// and no byte it receives lands on a byte it sends, peers writing as it reads, except its own
+// block received at the very place it sends it (a copy of nothing: ncclGather in place on root,
+// sendbuff = recvbuff + root x count, and ncclScatter in place, recvbuff = sendbuff + root x
+// count). A buffer the layout gives the rank nothing in is never looked at (null or anything: a
+// non-root's receive buffer of ncclGather). An ncclAlltoAll in place is refused.
+bool packed_buffers_usable(const ExchangeLayout& layout, int rank, const void* send, const void* recv);
 
 // The largest pair block of the exchange in bytes (the self pair aside): the size threshold's
 // measure, as NIMBLE's per-flow threshold.
