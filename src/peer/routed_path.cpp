@@ -155,7 +155,9 @@ Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::uniq
       MappingCache::Hooks{[](const MappingCache::Key& key, unsigned char** base) { return open_exported(key, base); },
                           [](unsigned char* base) { cudaIpcCloseMemHandle(base); },
                           [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
-  BRAID_INFO(Init, "routed exchange: rank %d/%d on GPU %d routes all-to-alls from %lld bytes per flow on %s (%d GPUs)",
+  BRAID_INFO(Init,
+             "routed exchange: rank %d/%d on GPU %d routes all-to-alls, gathers and scatters from %lld bytes per "
+             "flow on %s (%d GPUs)",
              p->rank_, p->nranks_, p->device_, static_cast<long long>(settings().route_min_bytes),
              topology.name.c_str(), topology.gpu_count());
   *out = std::move(p);
@@ -187,23 +189,27 @@ Result RoutedPath::map_peer(int q, const uint64_t* words, unsigned char** out) {
   return Result::Success;
 }
 
-Result RoutedPath::share_receive_buffers(const void* send, void* recv, size_t bytes, bool* all_shareable) {
+Result RoutedPath::share_receive_buffers(const route::ExchangeLayout& layout, const void* send, void* recv,
+                                         bool* all_shareable) {
   uint64_t mine[kRecordWords] = {};
-  mine[kPointerWord] = reinterpret_cast<uint64_t>(recv);
-  // A null buffer is bad input that NCCL reports; IPC exports whole allocations of device memory.
-  // Buffers that overlap (in place) go to NCCL too: a peer would write this rank's block from it
-  // before this rank has sent what sits there.
-  const auto* s = static_cast<const unsigned char*>(send);
-  const auto* r = static_cast<const unsigned char*>(recv);
-  const bool overlap = s < r + bytes && r < s + bytes;
-  if (send == nullptr || recv == nullptr || overlap || !export_buffer(recv, &mine[kHandleWord], &mine[kOffsetWord]))
+  // A rank that receives nothing has nothing to share (its pointer may be anything). A null buffer
+  // is bad input that NCCL reports; IPC exports whole allocations of device memory. Buffers that
+  // overlap (in place) go to NCCL too, but for a rank's own block received where it is sent: a
+  // peer would write this rank's block from it before this rank has sent what sits there.
+  const bool receives = layout.recv_bytes(rank_) > 0;
+  if (receives) mine[kPointerWord] = reinterpret_cast<uint64_t>(recv);
+  if (!route::packed_buffers_usable(layout, rank_, send, recv) ||
+      (receives && !export_buffer(recv, &mine[kHandleWord], &mine[kOffsetWord])))
     mine[kUnshareableWord] = 1;
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
   *all_shareable = true;
   for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[size_t(q) * kRecordWords + kUnshareableWord] == 0;
   if (!*all_shareable) return Result::Success;
-  for (int q = 0; q < nranks_; ++q) BRAID_TRY(map_peer(q, &all[size_t(q) * kRecordWords], &peer_recv_[size_t(q)]));
+  for (int q = 0; q < nranks_; ++q) {
+    peer_recv_[size_t(q)] = nullptr;
+    if (layout.recv_bytes(q) > 0) BRAID_TRY(map_peer(q, &all[size_t(q) * kRecordWords], &peer_recv_[size_t(q)]));
+  }
   return Result::Success;
 }
 
@@ -296,23 +302,29 @@ Result RoutedPath::failure(std::string* text) {
 
 Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType type, cudaStream_t stream,
                             bool* routed) {
+  return exchange(route::alltoall_layout(nranks_, count, datatype_size(type)), send, recv, stream, routed);
+}
+
+Result RoutedPath::exchange(const route::ExchangeLayout& layout, const void* send, void* recv, cudaStream_t stream,
+                            bool* routed) {
   *routed = false;
   std::string text;
   if (const Result f = failure(&text); f != Result::Success)
     return fail(f, "routed exchange: failed earlier on this communicator: %s", text.c_str());
+  if (layout.ranks != nranks_)
+    return fail(Result::InvalidArgument, "routed exchange: a layout of %d ranks on %d", layout.ranks, nranks_);
   if (epoch_ + 1 >= (uint64_t{1} << 32)) return Result::Success;  // counters spent: NCCL from here on
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
-  // The same routing and plan on every rank: same counts, same router history.
-  const route::ExchangeLayout layout = route::alltoall_layout(nranks_, count, datatype_size(type));
+  // The same routing and plan on every rank: same layout, same router history.
   route::ExchangePlan plan;
   BRAID_TRY(route::route_exchange(router_, layout, {}, &routing_, &plan));
   const size_t relayed = route::relayed_ranges(plan);
   if (relayed == 0 && settings().route_exchanges < 2) return Result::Success;
 
   bool shareable = false;
-  BRAID_TRY(share_receive_buffers(send, recv, layout.send_bytes(rank_), &shareable));
+  BRAID_TRY(share_receive_buffers(layout, send, recv, &shareable));
   if (!shareable) {
     static std::once_flag logged;
     std::call_once(logged, [] {
@@ -321,14 +333,25 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
     });
     return Result::Success;
   }
-  // From here every rank queues the exchange: a failure leaves peers waiting, so it aborts them.
+  // Only the buffers the layout has a rank use: the others may be anything.
+  std::vector<const void*> sends(size_t(nranks_), nullptr);
+  if (layout.send_bytes(rank_) > 0) sends[size_t(rank_)] = send;
+  const std::vector<void*> recvs(peer_recv_.begin(), peer_recv_.end());
+  *routed = true;  // from here every rank queues the exchange
+  BRAID_TRY(queue_exchange(plan, engine::packed_buffers(layout, sends, recvs, {}), stream));
+  size_t flows = 0;
+  for (const size_t c : layout.counts) flows += c > 0 ? 1 : 0;
+  BRAID_INFO(Coll, "routed exchange: %zu flows, %zu bytes, %zu relayed ranges (epoch %llu)", flows,
+             layout.send_bytes(rank_), relayed, static_cast<unsigned long long>(epoch_));
+  return Result::Success;
+}
+
+Result RoutedPath::queue_exchange(const route::ExchangePlan& plan, engine::ExchangeBuffers buffers, cudaStream_t stream) {
+  // A failure leaves peers waiting, so it aborts them.
   Result r = ensure_scratch(plan.scratch_bytes);
   const uint64_t epoch = epoch_ + 1;
   if (r == Result::Success) {
-    std::vector<const void*> sends(size_t(nranks_), nullptr);
-    sends[size_t(rank_)] = send;
-    std::vector<void*> recvs(peer_recv_.begin(), peer_recv_.end()), scratch(peer_scratch_.begin(), peer_scratch_.end());
-    const engine::ExchangeBuffers buffers = engine::packed_buffers(layout, sends, recvs, scratch);
+    buffers.scratch.assign(peer_scratch_.begin(), peer_scratch_.end());  // as ensure_scratch left them
     engine::ExchangeSignals signals;
     for (int q = 0; q < nranks_; ++q) {
       signals.ready.push_back(braid_->engine->path_signal(q, kRoutedReady));
@@ -349,7 +372,6 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
     if (r == Result::Success) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (exchange done)");
   }
   epoch_ = epoch;
-  *routed = true;
   if (r != Result::Success) {
     const std::string why = last_error();
     record_failure(r);
@@ -361,8 +383,6 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
     queued_at_ = std::chrono::steady_clock::now();
   }
   in_flight_.store(true);
-  BRAID_INFO(Coll, "routed exchange: %d flows, %zu bytes, %zu relayed ranges (epoch %llu)", nranks_ * nranks_,
-             layout.send_bytes(rank_), relayed, static_cast<unsigned long long>(epoch));
   return Result::Success;
 }
 

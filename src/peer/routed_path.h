@@ -1,7 +1,8 @@
 // NIMBLE's routed exchange behind the NCCL API (BRAID_ROUTE_EXCHANGES, docs/ROUTING.md): an
-// ncclAlltoAll routed over the topology's direct and 2-hop relay paths (route/router.h), cut into
-// byte ranges (route/exchange_plan.h) and run by engine::run_exchange as copy-engine peer copies
-// into the peers' receive buffers and relays' scratch (CUDA IPC where the peer is another process).
+// ncclAlltoAll, ncclGather or ncclScatter routed over the topology's direct and 2-hop relay paths
+// (route/router.h), cut into byte ranges (route/exchange_plan.h) and run by engine::run_exchange
+// as copy-engine peer copies into the peers' receive buffers and relays' scratch (CUDA IPC where
+// the peer is another process).
 //
 // Stream-ordered and asynchronous: the copies go on two streams of this path forked from the
 // caller's stream and joined back to it by events; ordering between GPUs travels through three
@@ -11,7 +12,7 @@
 // The one host meeting per call is the exchange of receive-buffer handles (and of the relays'
 // scratch when it grows), as the NVLink path's.
 //
-// Agreement: every rank routes the same matrix (an ncclAlltoAll's counts are every rank's) with
+// Agreement: every rank routes the same matrix (these collectives' counts are every rank's) with
 // the same router history, so every rank builds the same plan and makes the same decision;
 // whether every rank's buffers can be shared is agreed in the handle exchange.
 #pragma once
@@ -30,6 +31,7 @@
 #include "api/nccl_calls.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "engine/routed_exchange.h"
 #include "peer/mapping_cache.h"
 #include "route/exchange_plan.h"
 #include "route/router.h"
@@ -45,11 +47,17 @@ class RoutedPath {
   RoutedPath(const RoutedPath&) = delete;
   RoutedPath& operator=(const RoutedPath&) = delete;
 
-  // ncclAlltoAll(send, recv, count, type) on `stream` (the caller sends smaller ones than
-  // BRAID_ROUTE_MIN_BYTES per flow to NCCL, every rank alike). After a failure every call fails
-  // (never a silent fallback to NCCL: the peers' state is unknown). *routed false, on every rank alike, when the
-  // routing keeps every flow direct (BRAID_ROUTE_EXCHANGES=1) or a rank's buffers cannot be shared:
-  // nothing was queued and the caller gives the call to NCCL.
+  // An exchange every rank knows the layout of without a meeting (the same `layout` on every rank:
+  // route::alltoall_layout, gather_layout, scatter_layout), packed: this rank's blocks at the
+  // layout's offsets in its one send and one receive buffer. A buffer the layout gives this rank
+  // nothing in is never read, written or shared (route::packed_buffers_usable). On `stream`; the
+  // caller sends exchanges smaller than BRAID_ROUTE_MIN_BYTES per flow to NCCL, every rank alike.
+  // After a failure every call fails (never a silent fallback to NCCL: the peers' state is
+  // unknown). *routed false, on every rank alike, when the routing keeps every flow direct
+  // (BRAID_ROUTE_EXCHANGES=1) or a rank's buffers cannot be shared: nothing was queued and the
+  // caller gives the call to NCCL.
+  Result exchange(const route::ExchangeLayout& layout, const void* send, void* recv, cudaStream_t stream, bool* routed);
+  // ncclAlltoAll(send, recv, count, type): exchange() of route::alltoall_layout.
   Result alltoall(const void* send, void* recv, size_t count, DataType type, cudaStream_t stream, bool* routed);
 
   // The first failure of a routed exchange (Success: none), with its text; an exchange that has not
@@ -63,8 +71,13 @@ class RoutedPath {
   RoutedPath() = default;
   Result cuda(cudaError_t e, const char* what) const;
   Result record_failure(Result r);
-  // Every rank's receive buffer (`bytes`) mapped here, and whether all could be shared.
-  Result share_receive_buffers(const void* send, void* recv, size_t bytes, bool* all_shareable);
+  // Every rank's receive buffer mapped here (null where `layout` has the rank receive nothing),
+  // and whether all could be shared.
+  Result share_receive_buffers(const route::ExchangeLayout& layout, const void* send, void* recv, bool* all_shareable);
+  // Queues this rank's part of `plan` on `stream` with `buffers` (every flow's, as this rank
+  // addresses them; the relays' scratch is this path's, set here) as exchange `epoch_ + 1`. Every
+  // rank calls it for the same plan; a failure aborts the path on every rank.
+  Result queue_exchange(const route::ExchangePlan& plan, engine::ExchangeBuffers buffers, cudaStream_t stream);
   // This rank's scratch at least `bytes[rank]`, and every peer's mapped (collective: every rank has
   // the same plan, so all grow at the same call).
   Result ensure_scratch(const std::vector<size_t>& bytes);

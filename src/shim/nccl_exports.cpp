@@ -1,8 +1,8 @@
 // The NCCL API as libbraid.so exports it. Large AllReduce, AllGather, ReduceScatter, Broadcast
 // and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); with
-// BRAID_ROUTE_EXCHANGES, large ncclAlltoAll calls run through braid's routed exchange
-// (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry point. braid
-// records what splitting needs: the communicators (comm_table), the calling thread's group
+// BRAID_ROUTE_EXCHANGES, large ncclAlltoAll, ncclGather and ncclScatter calls run through braid's
+// routed exchange (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry
+// point. braid records what splitting needs: the communicators (comm_table), the calling thread's group
 // (group_state) and the PreMulSum operators. With BRAID_DISABLE=1 it records nothing and is a pure pass-through.
 //
 // Collectives and send/recv are checked as NCCL checks them before braid does anything else with
@@ -307,10 +307,9 @@ template <typename ToNccl>
 ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
   if (nested_in_braid()) return to_nccl();
   if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
-  if (call.operation == Operation::AlltoAll && braid_enabled() && real_nccl().found) {
+  if (braid::shim::routable(call.operation) && braid_enabled() && real_nccl().found) {
     ncclResult_t result = ncclSuccess;
-    if (braid::shim::try_route_alltoall(call.comm, call.sendbuff, const_cast<void*>(call.recvbuff), call.count,
-                                        call.datatype, stream, &result)) {
+    if (braid::shim::try_route_exchange(call, stream, &result)) {
       t_braid_error_latest = result != ncclSuccess;
       return result;
     }

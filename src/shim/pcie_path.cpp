@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "route/grouped_exchange.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
 #include "shim/real_nccl.h"
@@ -283,16 +284,36 @@ void abort_pcie_path(PciePath& path) {
   if (peer::RoutedPath* routed = path.routed_live.load()) routed->abort();
 }
 
-bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t count, ncclDataType_t type,
-                        cudaStream_t stream, ncclResult_t* result) {
-  if (settings().route_exchanges <= 0 || this_thread_group().in_group()) return false;
-  if (!datatype_valid(static_cast<int>(type))) return false;
-  const size_t flow_bytes = count * datatype_size(static_cast<DataType>(type));
-  // Every rank sees the same count: these answers are every rank's.
+namespace {
+
+// The exchange `call` makes, the same on every rank (the counts and the root are every rank's).
+route::ExchangeLayout exchange_layout(const CallArguments& call, int nranks) {
+  const size_t element = datatype_size(static_cast<DataType>(call.datatype));
+  switch (call.operation) {
+    case Operation::Gather: return route::gather_layout(nranks, call.root, call.count, element);
+    case Operation::Scatter: return route::scatter_layout(nranks, call.root, call.count, element);
+    default: return route::alltoall_layout(nranks, call.count, element);
+  }
+}
+
+}  // namespace
+
+bool routable(Operation operation) {
+  return operation == Operation::AlltoAll || operation == Operation::Gather || operation == Operation::Scatter;
+}
+
+bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result) {
+  if (!routable(call.operation) || settings().route_exchanges <= 0 || this_thread_group().in_group()) return false;
+  if (!datatype_valid(static_cast<int>(call.datatype))) return false;
+  // Each flow of the three is `count` elements. Every rank sees the same count: these answers are
+  // every rank's.
+  const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.datatype));
   if (flow_bytes == 0 || flow_bytes < static_cast<size_t>(std::max<int64_t>(0, settings().route_min_bytes))) return false;
-  auto state = comm_table().find(comm);
+  auto state = comm_table().find(call.comm);
   if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking || state->revoked)
     return false;
+  if (call.root < 0 || call.root >= state->nranks) return false;  // NCCL's to refuse
+  const route::ExchangeLayout layout = exchange_layout(call, state->nranks);
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   if (captured(stream)) return false;
@@ -300,9 +321,9 @@ bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t co
     // Collective: every rank reaches this same call.
     path.routed_attempted = true;
     std::unique_ptr<peer::RoutedPath> made;
-    if (peer::RoutedPath::create(comm, real_nccl(), &made) != Result::Success) {
-      BRAID_WARN(Shim, "routed exchange: not on GPU %d (%s); this communicator's all-to-alls go to NCCL",
-                 state->cuda_device, last_error());
+    if (peer::RoutedPath::create(call.comm, real_nccl(), &made) != Result::Success) {
+      BRAID_WARN(Shim, "routed exchange: not on GPU %d (%s); this communicator's all-to-alls, gathers and scatters go "
+                 "to NCCL", state->cuda_device, last_error());
       return false;
     }
     path.routed = std::move(made);
@@ -310,7 +331,7 @@ bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t co
   }
   if (!path.routed) return false;
   bool routed = false;
-  const Result r = path.routed->alltoall(send, recv, count, static_cast<DataType>(type), stream, &routed);
+  const Result r = path.routed->exchange(layout, call.sendbuff, const_cast<void*>(call.recvbuff), stream, &routed);
   if (r == Result::Success && !routed) return false;
   *result = static_cast<ncclResult_t>(r);
   return true;

@@ -15,6 +15,7 @@
 
 #include "multipath/orchestrator.h"
 #include "peer/routed_path.h"
+#include "shim/arguments.h"
 
 namespace braid::shim {
 
@@ -36,7 +37,8 @@ struct PciePath {
   // microsecond per buffer, and an application passes the same few buffers again and again. A
   // buffer stays usable until it is freed, and a freed buffer NCCL itself would fault on.
   std::array<const void*, 64> usable_buffers{};
-  // The routed exchange (BRAID_ROUTE_EXCHANGES), made at the first ncclAlltoAll worth routing.
+  // The routed exchange (BRAID_ROUTE_EXCHANGES), made at the first all-to-all, gather or scatter
+  // worth routing.
   bool routed_attempted = false;
   std::unique_ptr<peer::RoutedPath> routed;  // null: NCCL alone
   std::atomic<peer::RoutedPath*> routed_live{nullptr};  // for ncclCommAbort / GetAsyncError
@@ -52,11 +54,12 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 // (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
 bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
 
-// Runs an ncclAlltoAll through braid's routed exchange (BRAID_ROUTE_EXCHANGES): false when the
-// caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES, captured in a CUDA
-// graph, or the routing keeps every flow direct). `result` is the routed call's result.
-bool try_route_alltoall(ncclComm_t comm, const void* send, void* recv, size_t count, ncclDataType_t type,
-                        cudaStream_t stream, ncclResult_t* result);
+// Whether braid's routed exchange takes `operation` (ncclAlltoAll, ncclGather, ncclScatter).
+bool routable(Operation operation);
+// Runs `call` (routable) through braid's routed exchange (BRAID_ROUTE_EXCHANGES): false when the
+// caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES per flow, captured
+// in a CUDA graph, or the routing keeps every flow direct). `result` is the routed call's result.
+bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result);
 
 // Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
 // operator NCCL made, whatever its type and scalar.

@@ -378,6 +378,90 @@ TEST(EngineRoutedExchange, BuffersThatDoNotHoldThePlanAreRefusedBeforeAnythingMo
   EXPECT_EQ(shared.signals.ready[0]->load(), 0u) << "rank 0 entered the exchange";
 }
 
+// ncclGather and ncclScatter as the drop-in runs them (route::gather_layout, scatter_layout):
+// packed buffers, every buffer a rank does not use null (so it is never touched), root's in place
+// when asked, on a mesh whose link between root and rank `thin` is a quarter as wide (relays pay).
+struct Rooted {
+  bool gather = true;
+  int ranks = 4, root = 0;
+  bool in_place = false;
+  size_t count = 30001;
+};
+
+void check_rooted(const Rooted& c, Mode mode) {
+  SCOPED_TRACE(std::string(c.gather ? "gather" : "scatter") + ", " + std::to_string(c.ranks) + " ranks, root " +
+               std::to_string(c.root) + (c.in_place ? ", in place" : "") + ", count " + std::to_string(c.count) +
+               (mode == Mode::Threads ? ", threads" : ", processes"));
+  const int n = c.ranks, root = c.root, thin = (root + 1) % n;
+  const route::ExchangeLayout layout = c.gather ? route::gather_layout(n, root, c.count, sizeof(uint32_t))
+                                                : route::scatter_layout(n, root, c.count, sizeof(uint32_t));
+  topo::Topology mesh = route::testing::mesh(n);
+  for (topo::Link& link : mesh.links)
+    if ((link.a == 1 + root && link.b == 1 + thin) || (link.a == 1 + thin && link.b == 1 + root))
+      link.gbps_ab = link.gbps_ba = 25;
+  route::Router router;
+  ASSERT_EQ(router.init(mesh), Result::Success) << last_error();
+  route::Routing routing;
+  route::ExchangePlan plan;
+  ASSERT_EQ(route::route_exchange(router, layout, {.min_range_bytes = 256}, &routing, &plan), Result::Success)
+      << last_error();
+  if (c.count >= 1000) {
+    EXPECT_GT(route::relayed_ranges(plan), 0u) << "the thin link's flow is not relayed";
+  }
+
+  SharedExchange shared(plan);
+  // Root's buffers: out of place as SharedExchange made them, or in place (gather: sendbuff =
+  // recvbuff + root x count; scatter: recvbuff = sendbuff + root x count).
+  const size_t block = c.count * sizeof(uint32_t);
+  std::vector<const void*> sends(size_t(n), nullptr);
+  std::vector<void*> recvs(size_t(n), nullptr);
+  for (int r = 0; r < n; ++r) {
+    if (layout.send_bytes(r) > 0) sends[size_t(r)] = shared.send_base[size_t(r)];
+    if (layout.recv_bytes(r) > 0) recvs[size_t(r)] = shared.recv_base[size_t(r)];
+  }
+  if (c.in_place && c.gather) sends[size_t(root)] = static_cast<char*>(recvs[size_t(root)]) + root * block;
+  if (c.in_place && !c.gather)
+    recvs[size_t(root)] = const_cast<char*>(static_cast<const char*>(sends[size_t(root)])) + root * block;
+  for (int r = 0; r < n; ++r)
+    EXPECT_TRUE(route::packed_buffers_usable(layout, r, sends[size_t(r)], recvs[size_t(r)])) << "rank " << r;
+  shared.buffers = engine::packed_buffers(layout, sends, recvs, shared.buffers.scratch);
+
+  // Receive buffers first (root's in-place block is its send block), then the send blocks.
+  for (int r = 0; r < n; ++r)
+    if (recvs[size_t(r)] != nullptr) std::memset(recvs[size_t(r)], 0xab, layout.recv_bytes(r));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      if (layout.count(s, d) == 0) continue;
+      auto* out = reinterpret_cast<uint32_t*>(const_cast<char*>(static_cast<const char*>(sends[size_t(s)])) +
+                                              layout.send_offset(s, d));
+      for (size_t i = 0; i < c.count; ++i) out[i] = element(s, d, i);
+    }
+  const std::vector<Result> results = run_all(plan, shared, mode, 2);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(results[size_t(r)], Result::Success) << "rank " << r;
+  // Gather: root holds rank s's block at s x count. Scatter: rank d holds root's block d.
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      if (layout.count(s, d) == 0) continue;
+      const auto* got = reinterpret_cast<const uint32_t*>(static_cast<const char*>(recvs[size_t(d)]) +
+                                                          (c.gather ? size_t(s) * block : 0));
+      for (size_t i = 0; i < c.count; ++i) ASSERT_EQ(got[i], element(s, d, i)) << s << " -> " << d << " element " << i;
+    }
+}
+
+TEST(EngineRoutedExchange, GatherAndScatterExactWithUnusedBuffersNull) {
+  for (bool gather : {true, false})
+    for (int n : {3, 4, 6})
+      for (int root : {0, n - 1})
+        for (bool in_place : {false, true}) check_rooted({gather, n, root, in_place}, Mode::Threads);
+  check_rooted({true, 5, 2, true}, Mode::Processes);
+  check_rooted({false, 5, 3, false}, Mode::Processes);
+}
+
+TEST(EngineRoutedExchange, GatherAndScatterOfCountZeroMoveNothing) {
+  for (bool gather : {true, false}) check_rooted({gather, 4, 1, false, 0}, Mode::Threads);
+  for (bool gather : {true, false}) check_rooted({gather, 3, 0, true, 0}, Mode::Threads);
+}
+
 TEST(EngineRoutedExchange, SkewedMatricesExactOnThreeToEightRanksAsThreads) {
   for (int n = 3; n <= 8; ++n)
     for (const Case& c : cases(n)) check_case(n, c, Mode::Threads);
