@@ -3,8 +3,9 @@
 count, plain NCCL and braid with BRAID_ROUTE_EXCHANGES: rows, rows with wrong elements, hangs
 (killed at their limit), failures, WARN lines, the number of "routed exchange:" INFO lines (one per
 routed call and rank: how a run proves braid's routing engaged) and the out-of-place busbw at the
-largest size. Exits 1 when a braid run has wrong rows, hangs, fails or warns, or when alltoall
-(ncclAlltoAll, which braid routes) logged no routed exchange."""
+largest size. Exits 1 when a braid run has wrong rows, hangs, fails or warns, or when alltoall,
+gather or scatter (ncclAlltoAll, ncclGather, ncclScatter, which braid routes) logged no routed
+exchange."""
 import collections
 import os
 import re
@@ -15,7 +16,7 @@ import summarize  # noqa: E402  (the rig's own log reader)
 
 LOG = re.compile(r"^(?P<how>plain|braid)_n(?P<ranks>\d+)_(?P<coll>\w+)\.log$")
 # The binaries whose calls braid routes today (grouped ncclSend/ncclRecv still go to NCCL).
-ROUTED_BINARIES = {"alltoall"}
+ROUTED_BINARIES = {"alltoall", "gather", "scatter"}
 
 
 def read_log(path):
@@ -82,7 +83,9 @@ def main(argv):
                 s["warns"], s["routed"] if how == "braid" else "-", busbw, s["largest"] or "-"))
             for p in problems(coll, how, s):
                 bad.append(f"  {how}_n{ranks}_{coll}: {p}")
-    out.extend(bad or ["  no wrong rows, hangs, failures or braid WARN lines; alltoall routed"])
+    routed = sorted({coll for (_, coll) in table if coll in ROUTED_BINARIES})
+    out.extend(bad or ["  no wrong rows, hangs, failures or braid WARN lines" +
+                       (f"; {', '.join(routed)} routed" if routed else "")])
     print("\n".join(out))
     return 1 if any(line.split(":")[0].strip().startswith("braid") for line in bad) else 0
 

@@ -44,11 +44,14 @@
 #   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
 #                  alltoall, sendrecv, scatter, gather, hypercube (and alltoallv where the rig has
 #                  it), RIG_ROUTE_SIZES (-b 1K -e 256M -f 4), plain NCCL and through braid with
-#                  BRAID_ROUTE_EXCHANGES=$RIG_ROUTE_MODE (2: every ncclAlltoAll from 1 MB per flow
-#                  through braid, relayed or not), BRAID_PEER_SAME_GPU=1, BRAID_DEBUG=INFO and
+#                  BRAID_ROUTE_EXCHANGES=$RIG_ROUTE_MODE (2: every ncclAlltoAll, ncclGather and
+#                  ncclScatter from 1 MB per flow through braid, relayed or not),
+#                  BRAID_PEER_SAME_GPU=1, BRAID_DEBUG=INFO and
 #                  BRAID_ROUTE_TOPOLOGY=bench/rig/route-mesh4.json (a 4-GPU mesh with thin
-#                  diagonals: 3 and 4 ranks relay); bench/rig/route_table.py counts #wrong, hangs,
-#                  WARN lines and the "routed exchange" INFO lines per log; then dying_rank
+#                  diagonals: 3 and 4 ranks relay); RIG_ROUTE_COLLS narrows the binaries (e.g.
+#                  "alltoall gather scatter", the routed ones); bench/rig/route_table.py counts
+#                  #wrong, hangs, WARN lines and the "routed exchange" INFO lines per log (alltoall,
+#                  gather and scatter must have some); then dying_rank
 #                  --collective alltoall (a rank leaves after 20 routed all-to-alls), plain and braid
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
@@ -398,7 +401,8 @@ suite_gpus() {
 # at INFO so that every routed call leaves its line (a few hundred lines a log).
 suite_route() {
   local n=$1 c how route_sizes=${RIG_ROUTE_SIZES:--b 1K -e 256M -f 4} binaries
-  # RIG_ROUTE_COLLS narrows the collectives (alltoall alone is the one braid routes today).
+  # RIG_ROUTE_COLLS narrows the collectives (alltoall, gather and scatter are the ones braid routes
+  # today; sendrecv, hypercube and alltoallv are grouped ncclSend/ncclRecv, still NCCL's).
   read -r -a binaries <<< "${RIG_ROUTE_COLLS:-alltoall sendrecv scatter gather hypercube}"
   [[ -z ${RIG_ROUTE_COLLS:-} && -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
   for c in "${binaries[@]}"; do

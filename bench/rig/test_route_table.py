@@ -55,11 +55,21 @@ class RouteTableTest(unittest.TestCase):
 
     def test_grouped_send_recv_needs_no_routed_line_and_plain_faults_only_show(self):
         with tempfile.TemporaryDirectory() as d:
-            write(d, "braid_n2_scatter.log")
-            write(d, "plain_n2_scatter.log", wrong=1)
+            write(d, "braid_n2_sendrecv.log")
+            write(d, "plain_n2_sendrecv.log", wrong=1)
             rc, text = run(d)
         self.assertEqual(rc, 0, text)
-        self.assertIn("plain_n2_scatter: 1 wrong rows", text)
+        self.assertIn("plain_n2_sendrecv: 1 wrong rows", text)
+
+    def test_gather_and_scatter_are_routed_too(self):
+        for coll in ("gather", "scatter"):
+            self.failing("no routed exchange logged", name=f"braid_n2_{coll}.log")
+        with tempfile.TemporaryDirectory() as d:
+            for coll in ("alltoall", "gather", "scatter"):
+                write(d, f"braid_n2_{coll}.log", routed=4)
+            rc, text = run(d)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("alltoall, gather, scatter routed", text)
 
     def test_no_logs_fail(self):
         with tempfile.TemporaryDirectory() as d:
