@@ -3,9 +3,9 @@
 count, plain NCCL and braid with BRAID_ROUTE_EXCHANGES: rows, rows with wrong elements, hangs
 (killed at their limit), failures, WARN lines, the number of "routed exchange:" INFO lines (one per
 routed call and rank: how a run proves braid's routing engaged) and the out-of-place busbw at the
-largest size. Exits 1 when a braid run has wrong rows, hangs, fails or warns, or when alltoall,
-gather or scatter (ncclAlltoAll, ncclGather, ncclScatter, which braid routes) logged no routed
-exchange."""
+largest size. Exits 1 when a braid run has wrong rows, hangs, fails or warns, or when a
+binary braid routes (alltoall, gather, scatter; alltoallv, sendrecv, hypercube through their
+send/recv groups) logged no routed exchange."""
 import collections
 import os
 import re
@@ -15,8 +15,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import summarize  # noqa: E402  (the rig's own log reader)
 
 LOG = re.compile(r"^(?P<how>plain|braid)_n(?P<ranks>\d+)_(?P<coll>\w+)\.log$")
-# The binaries whose calls braid routes today (grouped ncclSend/ncclRecv still go to NCCL).
-ROUTED_BINARIES = {"alltoall", "gather", "scatter"}
+# The binaries whose calls braid routes: ncclAlltoAll, ncclGather, ncclScatter, and groups of
+# ncclSend/ncclRecv in which every rank takes part (alltoallv, sendrecv, hypercube).
+ROUTED_BINARIES = {"alltoall", "gather", "scatter", "alltoallv", "sendrecv", "hypercube"}
 
 
 def read_log(path):

@@ -401,8 +401,8 @@ suite_gpus() {
 # at INFO so that every routed call leaves its line (a few hundred lines a log).
 suite_route() {
   local n=$1 c how route_sizes=${RIG_ROUTE_SIZES:--b 1K -e 256M -f 4} binaries
-  # RIG_ROUTE_COLLS narrows the collectives (alltoall, gather and scatter are the ones braid routes
-  # today; sendrecv, hypercube and alltoallv are grouped ncclSend/ncclRecv, still NCCL's).
+  # RIG_ROUTE_COLLS narrows the collectives (braid routes alltoall, gather and scatter, and
+  # sendrecv, hypercube and alltoallv through their groups of ncclSend/ncclRecv).
   read -r -a binaries <<< "${RIG_ROUTE_COLLS:-alltoall sendrecv scatter gather hypercube}"
   [[ -z ${RIG_ROUTE_COLLS:-} && -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
   for c in "${binaries[@]}"; do

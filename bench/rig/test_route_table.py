@@ -30,8 +30,8 @@ class RouteTableTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             write(d, "plain_n2_alltoall.log")
             write(d, "braid_n2_alltoall.log", routed=12)
-            write(d, "plain_n2_sendrecv.log")
-            write(d, "braid_n2_sendrecv.log")
+            write(d, "plain_n2_broadcast.log")
+            write(d, "braid_n2_broadcast.log")
             rc, text = run(d)
         self.assertEqual(rc, 0, text)
         braid = [l.split() for l in text.splitlines() if l.split()[:3] == ["alltoall", "2", "braid"]][0]
@@ -52,14 +52,17 @@ class RouteTableTest(unittest.TestCase):
         self.failing("failed", routed=3, rc=1)
         self.failing("1 WARN lines", routed=3, warn=True)
         self.failing("no routed exchange logged")
+        # The send/recv groups every rank takes part in are routed too.
+        for coll in ("alltoallv", "sendrecv", "hypercube"):
+            self.failing("no routed exchange logged", name=f"braid_n4_{coll}.log")
 
-    def test_grouped_send_recv_needs_no_routed_line_and_plain_faults_only_show(self):
+    def test_a_binary_braid_leaves_to_nccl_needs_no_routed_line_and_plain_faults_only_show(self):
         with tempfile.TemporaryDirectory() as d:
-            write(d, "braid_n2_sendrecv.log")
-            write(d, "plain_n2_sendrecv.log", wrong=1)
+            write(d, "braid_n2_broadcast.log")
+            write(d, "plain_n2_broadcast.log", wrong=1)
             rc, text = run(d)
         self.assertEqual(rc, 0, text)
-        self.assertIn("plain_n2_sendrecv: 1 wrong rows", text)
+        self.assertIn("plain_n2_broadcast: 1 wrong rows", text)
 
     def test_gather_and_scatter_are_routed_too(self):
         for coll in ("gather", "scatter"):

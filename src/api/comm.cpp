@@ -117,7 +117,11 @@ Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const ch
   return r;
 }
 
-Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
+namespace {
+
+// braid's communicator beside `nccl`: from `given` (an engine::CommId every rank holds), else from an
+// id rank 0 makes and broadcasts through NCCL.
+Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (*given)[16]) {
   if (!calls.can_bootstrap())
     return fail(Result::InternalError, "braidCommInitFromNccl: NCCL entry points missing");
   if (out == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: comm pointer is null");
@@ -132,18 +136,33 @@ Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls)
   BRAID_TRY(cuda_check(cudaSetDevice(device), "cudaSetDevice"));
 
   braidUniqueId id{};
-  if (rank == 0) {
-    const ncclResult_t made = braidGetUniqueId(&id);
-    if (made != ncclSuccess) return static_cast<Result>(made);
+  Result r = Result::Success;
+  if (given != nullptr) {
+    std::memcpy(id.internal, kIdTag, sizeof kIdTag);
+    std::memcpy(id.internal + sizeof kIdTag, *given, sizeof *given);
+  } else {
+    if (rank == 0) {
+      const ncclResult_t made = braidGetUniqueId(&id);
+      if (made != ncclSuccess) return static_cast<Result>(made);
+    }
+    r = host_round_trip(&id, sizeof id, calls, "ncclBroadcast of the unique id",
+                        [&](void* buffer, cudaStream_t stream) {
+                          return calls.ncclBroadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl, stream);
+                        });
   }
-  Result r = host_round_trip(&id, sizeof id, calls, "ncclBroadcast of the unique id",
-                             [&](void* buffer, cudaStream_t stream) {
-                               return calls.ncclBroadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl,
-                                                      stream);
-                             });
   if (r == Result::Success) r = init_rank(out, nranks, id, rank);
   cudaSetDevice(previous);
   return r;
+}
+
+}  // namespace
+
+Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
+  return init_through_nccl(out, nccl, calls, nullptr);
+}
+
+Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (&id)[16]) {
+  return init_through_nccl(out, nccl, calls, &id);
 }
 
 ncclResult_t finish(braidComm* comm, Result r) {

@@ -34,6 +34,10 @@ struct NcclCalls {
 
 // braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
 Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
+// The same from an id every rank already holds (engine::CommId bytes), with no NCCL call on `comm`
+// but its queries: for a point that is not a collective call on it (the ranks of a send/recv group
+// that met on the exchange board, engine/exchange_board.h).
+Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl, const uint8_t (&id)[16]);
 
 // Small agreements between ranks (an id, a flag) travel through NCCL itself: copies host[0..bytes)
 // to a device buffer of the current device, runs `collective` in place on it on a private stream,

@@ -113,10 +113,12 @@ Result RoutedPath::cuda(cudaError_t e, const char* what) const {
   return fail(Result::UnhandledCudaError, "routed exchange (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
 }
 
-Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out) {
+Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
+                          const engine::CommId* id) {
   out->reset();
   std::unique_ptr<RoutedPath> p(new RoutedPath());
-  BRAID_TRY(api::init_from_nccl(&p->braid_, comm, nccl));
+  BRAID_TRY(id != nullptr ? api::init_from_nccl_with_id(&p->braid_, comm, nccl, id->bytes)
+                          : api::init_from_nccl(&p->braid_, comm, nccl));
   p->rank_ = p->braid_->rank;
   p->nranks_ = p->braid_->nranks;
   p->device_ = p->braid_->device;
@@ -209,6 +211,73 @@ Result RoutedPath::share_receive_buffers(const route::ExchangeLayout& layout, co
   for (int q = 0; q < nranks_; ++q) {
     peer_recv_[size_t(q)] = nullptr;
     if (layout.recv_bytes(q) > 0) BRAID_TRY(map_peer(q, &all[size_t(q) * kRecordWords], &peer_recv_[size_t(q)]));
+  }
+  return Result::Success;
+}
+
+Result RoutedPath::share_flow_buffers(const route::RankFlows& flows, bool* all_shareable) {
+  // One record per receive flow, in (source, call) order: the buffer as share_receive_buffers
+  // shares one, then its source and bytes. A rank may have more records than one exchange holds, so
+  // they go in rounds of kExchangeSlots words after a first round that tells every rank's count.
+  constexpr int kSourceWord = kRecordWords, kBytesWord = kRecordWords + 1, kFlowWords = kRecordWords + 2;
+  std::vector<uint64_t> mine;
+  bool unshareable = false;
+  for (int p = 0; p < nranks_; ++p)
+    for (const route::FlowBuffer& f : flows.recvs[size_t(p)]) {
+      uint64_t w[kFlowWords] = {};
+      w[kPointerWord] = reinterpret_cast<uint64_t>(f.data);
+      w[kSourceWord] = uint64_t(p);
+      w[kBytesWord] = f.bytes;
+      // As for an all-to-all: a receive buffer that overlaps one of this rank's sends would be
+      // written by a peer before this rank has sent from it.
+      const auto* r = static_cast<const unsigned char*>(f.data);
+      bool overlap = false;
+      for (const auto& to : flows.sends)
+        for (const route::FlowBuffer& send : to) {
+          const auto* b = static_cast<const unsigned char*>(send.data);
+          overlap = overlap || (send.bytes > 0 && f.bytes > 0 && b < r + f.bytes && r < b + send.bytes);
+        }
+      if (f.bytes > 0 && (f.data == nullptr || overlap || !export_buffer(f.data, &w[kHandleWord], &w[kOffsetWord])))
+        unshareable = true;
+      mine.insert(mine.end(), w, w + kFlowWords);
+    }
+  const uint64_t head[2] = {mine.size() / kFlowWords, unshareable ? 1u : 0u};
+  std::vector<uint64_t> heads;
+  BRAID_TRY(braid_->engine->exchange(head, &heads));
+  size_t most = 0;
+  *all_shareable = true;
+  for (int q = 0; q < nranks_; ++q) {
+    most = std::max<size_t>(most, heads[2 * size_t(q)]);
+    *all_shareable = *all_shareable && heads[2 * size_t(q) + 1] == 0;
+  }
+  if (!*all_shareable) return Result::Success;
+  const size_t words = most * kFlowWords, rounds = (words + engine::kExchangeSlots - 1) / engine::kExchangeSlots;
+  mine.resize(rounds * engine::kExchangeSlots, 0);
+  std::vector<std::vector<uint64_t>> theirs(static_cast<size_t>(nranks_));  // every rank's records, in order
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<uint64_t> all;
+    BRAID_TRY(braid_->engine->exchange(std::span(mine).subspan(round * engine::kExchangeSlots, engine::kExchangeSlots), &all));
+    for (int q = 0; q < nranks_; ++q)
+      theirs[size_t(q)].insert(theirs[size_t(q)].end(), all.begin() + q * engine::kExchangeSlots,
+                               all.begin() + (q + 1) * engine::kExchangeSlots);
+  }
+  peer_flows_.assign(size_t(nranks_), {});
+  for (int q = 0; q < nranks_; ++q) {
+    route::RankFlows& f = peer_flows_[size_t(q)];
+    f.rank = q;
+    f.ranks = nranks_;
+    f.sends.assign(size_t(nranks_), {});
+    f.recvs.assign(size_t(nranks_), {});
+    if (q == rank_) f.sends = flows.sends;  // only a rank's own sends are read (by itself)
+    for (size_t i = 0; i < heads[2 * size_t(q)]; ++i) {
+      const uint64_t* w = &theirs[size_t(q)][i * kFlowWords];
+      if (w[kSourceWord] >= uint64_t(nranks_))
+        return fail(Result::InternalError, "routed exchange: rank %d shared a receive flow from rank %llu", q,
+                    static_cast<unsigned long long>(w[kSourceWord]));
+      unsigned char* at = nullptr;
+      if (w[kBytesWord] > 0) BRAID_TRY(map_peer(q, w, &at));
+      f.recvs[size_t(w[kSourceWord])].push_back({at, size_t(w[kBytesWord])});
+    }
   }
   return Result::Success;
 }
@@ -307,6 +376,31 @@ Result RoutedPath::alltoall(const void* send, void* recv, size_t count, DataType
 
 Result RoutedPath::exchange(const route::ExchangeLayout& layout, const void* send, void* recv, cudaStream_t stream,
                             bool* routed) {
+  return run(
+      layout, [&](bool* ok) { return share_receive_buffers(layout, send, recv, ok); },
+      [&] {
+        // Only the buffers the layout has a rank use: the others may be anything.
+        std::vector<const void*> sends(size_t(nranks_), nullptr);
+        if (layout.send_bytes(rank_) > 0) sends[size_t(rank_)] = send;
+        const std::vector<void*> recvs(peer_recv_.begin(), peer_recv_.end());
+        return engine::packed_buffers(layout, sends, recvs, {});
+      },
+      stream, routed);
+}
+
+Result RoutedPath::grouped(const route::ExchangeLayout& layout, const route::RankFlows& flows, cudaStream_t stream,
+                           bool* routed) {
+  *routed = false;
+  if (flows.rank != rank_ || flows.ranks != nranks_)
+    return fail(Result::InvalidArgument, "routed exchange: a group of rank %d of %d on rank %d of %d", flows.rank,
+                flows.ranks, rank_, nranks_);
+  return run(
+      layout, [&](bool* ok) { return share_flow_buffers(flows, ok); },
+      [&] { return engine::grouped_buffers(peer_flows_, {}); }, stream, routed);
+}
+
+Result RoutedPath::run(const route::ExchangeLayout& layout, const std::function<Result(bool*)>& share,
+                       const std::function<engine::ExchangeBuffers()>& buffers, cudaStream_t stream, bool* routed) {
   *routed = false;
   std::string text;
   if (const Result f = failure(&text); f != Result::Success)
@@ -324,7 +418,7 @@ Result RoutedPath::exchange(const route::ExchangeLayout& layout, const void* sen
   if (relayed == 0 && settings().route_exchanges < 2) return Result::Success;
 
   bool shareable = false;
-  BRAID_TRY(share_receive_buffers(layout, send, recv, &shareable));
+  BRAID_TRY(share(&shareable));
   if (!shareable) {
     static std::once_flag logged;
     std::call_once(logged, [] {
@@ -333,12 +427,8 @@ Result RoutedPath::exchange(const route::ExchangeLayout& layout, const void* sen
     });
     return Result::Success;
   }
-  // Only the buffers the layout has a rank use: the others may be anything.
-  std::vector<const void*> sends(size_t(nranks_), nullptr);
-  if (layout.send_bytes(rank_) > 0) sends[size_t(rank_)] = send;
-  const std::vector<void*> recvs(peer_recv_.begin(), peer_recv_.end());
   *routed = true;  // from here every rank queues the exchange
-  BRAID_TRY(queue_exchange(plan, engine::packed_buffers(layout, sends, recvs, {}), stream));
+  BRAID_TRY(queue_exchange(plan, buffers(), stream));
   size_t flows = 0;
   for (const size_t c : layout.counts) flows += c > 0 ? 1 : 0;
   BRAID_INFO(Coll, "routed exchange: %zu flows, %zu bytes, %zu relayed ranges (epoch %llu)", flows,

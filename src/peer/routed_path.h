@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,9 +32,11 @@
 #include "api/nccl_calls.h"
 #include "common/result.h"
 #include "common/types.h"
+#include "engine/communicator.h"
 #include "engine/routed_exchange.h"
 #include "peer/mapping_cache.h"
 #include "route/exchange_plan.h"
+#include "route/grouped_exchange.h"
 #include "route/router.h"
 
 namespace braid::peer {
@@ -42,7 +45,11 @@ class RoutedPath {
  public:
   // Collective over the NCCL communicator's ranks (all call it at the same point). Fails, on every
   // rank alike, where some rank cannot reach every other by peer copies.
-  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out);
+  // With `id` (the same on every rank), braid's communicator is made from it instead of through an
+  // ncclBroadcast on `comm`: for ranks that met elsewhere than at a collective call on `comm` (a
+  // send/recv group agreed on the exchange board, engine/exchange_board.h).
+  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
+                       const engine::CommId* id = nullptr);
   ~RoutedPath();
   RoutedPath(const RoutedPath&) = delete;
   RoutedPath& operator=(const RoutedPath&) = delete;
@@ -59,6 +66,11 @@ class RoutedPath {
   Result exchange(const route::ExchangeLayout& layout, const void* send, void* recv, cudaStream_t stream, bool* routed);
   // ncclAlltoAll(send, recv, count, type): exchange() of route::alltoall_layout.
   Result alltoall(const void* send, void* recv, size_t count, DataType type, cudaStream_t stream, bool* routed);
+  // A group of ncclSend/ncclRecv every rank agreed on (route/grouped_exchange.h): `layout` is
+  // agree_on_exchange's (every rank's), `flows` this rank's calls; each flow keeps its own buffers,
+  // whose receive ends are shared in the handle exchange. As exchange() otherwise.
+  Result grouped(const route::ExchangeLayout& layout, const route::RankFlows& flows, cudaStream_t stream,
+                 bool* routed);
 
   // The first failure of a routed exchange (Success: none), with its text; an exchange that has not
   // ended BRAID_TIMEOUT seconds after it was queued counts as failed, and the path is aborted on
@@ -74,6 +86,12 @@ class RoutedPath {
   // Every rank's receive buffer mapped here (null where `layout` has the rank receive nothing),
   // and whether all could be shared.
   Result share_receive_buffers(const route::ExchangeLayout& layout, const void* send, void* recv, bool* all_shareable);
+  // Every rank's receive flows (`flows`' own, then the peers'), mapped here, into peer_flows_.
+  Result share_flow_buffers(const route::RankFlows& flows, bool* all_shareable);
+  // What exchange() and grouped() share: routes `layout`, has `share` share the receive buffers
+  // (false: some rank's cannot be), and queues the plan on the buffers `buffers` makes.
+  Result run(const route::ExchangeLayout& layout, const std::function<Result(bool*)>& share,
+             const std::function<engine::ExchangeBuffers()>& buffers, cudaStream_t stream, bool* routed);
   // Queues this rank's part of `plan` on `stream` with `buffers` (every flow's, as this rank
   // addresses them; the relays' scratch is this path's, set here) as exchange `epoch_ + 1`. Every
   // rank calls it for the same plan; a failure aborts the path on every rank.
@@ -92,6 +110,7 @@ class RoutedPath {
   cudaStream_t streams_[2] = {};  // the exchange's send and relay queues
   cudaEvent_t fork_ = nullptr, joins_[2] = {}, last_done_ = nullptr;
   std::vector<unsigned char*> peer_recv_, peer_scratch_;  // per rank, for the current call
+  std::vector<route::RankFlows> peer_flows_;             // per rank, for the current grouped call
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::vector<size_t> scratch_known_;  // every rank's scratch size as last shared

@@ -20,15 +20,7 @@ std::vector<HeldCollective>& this_thread_held() {
   return held;
 }
 
-ncclResult_t hand_held_to_nccl(std::vector<HeldCollective>& held) {
-  ncclResult_t first = ncclSuccess;
-  for (HeldCollective& h : held) {
-    const ncclResult_t r = h.to_nccl();
-    if (first == ncclSuccess && r != ncclSuccess) first = r;
-  }
-  held.clear();
-  return first;
-}
+ncclResult_t hand_held_to_nccl(std::vector<HeldCollective>& held) { return each_to_nccl(held); }
 
 namespace {
 

@@ -17,12 +17,27 @@
 
 namespace braid::shim {
 
-struct HeldCollective {
+// A call braid holds back inside a group: what it is, and the same call to NCCL alone.
+template <typename Call>
+struct Held {
   ncclComm_t comm = nullptr;
-  multipath::SplitCall call;
+  Call call;
   cudaStream_t stream = nullptr;
-  std::function<ncclResult_t()> to_nccl;  // the same call to NCCL alone
+  std::function<ncclResult_t()> to_nccl;
 };
+using HeldCollective = Held<multipath::SplitCall>;
+
+// Each held call to NCCL, in order, and the list emptied; the first error.
+template <typename Call>
+ncclResult_t each_to_nccl(std::vector<Held<Call>>& held) {
+  ncclResult_t first = ncclSuccess;
+  for (Held<Call>& h : held) {
+    const ncclResult_t r = h.to_nccl();
+    if (first == ncclSuccess && r != ncclSuccess) first = r;
+  }
+  held.clear();
+  return first;
+}
 
 // The calling thread's held collectives (of its open outermost group).
 std::vector<HeldCollective>& this_thread_held();

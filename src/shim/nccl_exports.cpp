@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "common/log.h"
@@ -22,6 +23,7 @@
 #include "shim/comm_table.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
+#include "shim/grouped_p2p.h"
 #include "shim/pcie_path.h"
 #include "shim/real_nccl.h"
 
@@ -155,7 +157,10 @@ void learn_made_in_group(bool group_succeeded) {
     for (ncclComm_t comm : made) {
       auto state = braid::shim::comm_table().find(comm);
       if (!state || state->complete() || !state->blocking) continue;
-      if (auto learnt = braid::shim::comm_table().complete_from(comm, query_state(comm, *state))) log_known(comm, *learnt);
+      if (auto learnt = braid::shim::comm_table().complete_from(comm, query_state(comm, *state))) {
+        log_known(comm, *learnt);
+        braid::shim::open_board(comm, *learnt);
+      }
     }
   }
   made.clear();
@@ -183,8 +188,10 @@ bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
 
 // After NCCL created `comm` (result Success, or InProgress for a non-blocking one) on `device`
 // (-1: the parent's, for a split or shrink; else NCCL tells).
+// `identity`: bytes every rank of the communicator holds alike, which name its exchange board
+// (grouped_p2p.h), opened once the communicator's rank, size and GPU are known.
 void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking = true, int device = -1,
-              ncclComm_t parent = nullptr) {
+              ncclComm_t parent = nullptr, std::span<const unsigned char> identity = {}) {
   if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
   braid::shim::CommState state;
   state.rank = rank;
@@ -200,8 +207,15 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool b
     state = query_state(comm, state);
   }
   state.pcie_path = std::make_shared<braid::shim::PciePath>();
+  braid::shim::name_board(state, identity);
   braid::shim::comm_table().insert(comm, state);
   log_known(comm, state);
+  braid::shim::open_board(comm, state);
+}
+
+std::span<const unsigned char> id_bytes(const ncclUniqueId* ids, int count) {
+  if (ids == nullptr || count <= 0) return {};
+  return {reinterpret_cast<const unsigned char*>(ids), sizeof(ncclUniqueId) * static_cast<size_t>(count)};
 }
 
 // braid's part of a communicator the application destroys or aborts, taken out of the table
@@ -227,12 +241,14 @@ ncclResult_t close_comm(ncclComm_t comm, bool abort, const char* api, ToNccl to_
 }
 
 // A group that gets an operation braid does not hold back goes to NCCL alone: the calls held so
-// far go to NCCL first, inside the group and in their order (group_split.h).
+// far go to NCCL first, inside the group and in their order (group_split.h, grouped_p2p.h).
 ncclResult_t release_held_calls() {
   auto& group = braid::shim::this_thread_group();
   if (!group.deferring()) return ncclSuccess;
   group.stop_deferring();
-  return braid::shim::hand_held_to_nccl(braid::shim::this_thread_held());
+  const ncclResult_t collectives = braid::shim::hand_held_to_nccl(braid::shim::this_thread_held());
+  const ncclResult_t p2p = braid::shim::hand_held_p2p_to_nccl(braid::shim::this_thread_held_p2p());
+  return collectives != ncclSuccess ? collectives : p2p;
 }
 
 // An operation braid hands to NCCL alone (collective: not send/recv), through `to_nccl`.
@@ -253,7 +269,8 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
                               ToNccl to_nccl) {
   if (braid_enabled() && real_nccl().found) {
     auto& group = braid::shim::this_thread_group();
-    if (group.deferring() && braid::shim::may_split_later(comm, call, stream)) {
+    if (group.deferring() && braid::shim::this_thread_held_p2p().empty() &&
+        braid::shim::may_split_later(comm, call, stream)) {
       braid::shim::this_thread_held().push_back({comm, call, stream, to_nccl});
       group.on_operation(true);
       return ncclSuccess;
@@ -317,6 +334,23 @@ ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_ncc
   if (const std::optional<SplitCall> split = split_call_of(call))
     return split_or_forward(call.comm, *split, stream, to_nccl);
   const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
+  if (point_to_point && braid_enabled() && real_nccl().found) {
+    // Held for the group's end (routed there, or given to NCCL by every rank alike), or to NCCL now,
+    // which this rank's next slot on the board must learn before the call reaches NCCL.
+    const braid::route::PeerCall peer_call{
+        call.operation == Operation::Send ? braid::route::PeerCall::Send : braid::route::PeerCall::Recv, call.root,
+        const_cast<void*>(call.recvbuff),
+        braid::datatype_valid(static_cast<int>(call.datatype))
+            ? call.count * braid::datatype_size(static_cast<braid::DataType>(call.datatype))
+            : 0};
+    if (braid::shim::hold_p2p(call.comm, peer_call, stream, to_nccl)) {
+      braid::shim::this_thread_group().on_operation(false);
+      return ncclSuccess;
+    }
+    const ncclResult_t released = release_held_calls();
+    if (released != ncclSuccess) return released;
+    braid::shim::bypass_board(call.comm);
+  }
   return operation(!point_to_point, to_nccl);
 }
 
@@ -409,7 +443,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUni
   return guarded(__func__, [&] {
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
-    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device);
+    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device, nullptr, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -419,7 +453,8 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, n
   return guarded(__func__, [&] {
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
-    if (comm != nullptr) remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device);
+    if (comm != nullptr)
+      remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device, nullptr, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -430,7 +465,8 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nran
     const int device = current_device();
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
-    if (newcomm != nullptr) remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device);
+    if (newcomm != nullptr)
+      remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device, nullptr, id_bytes(commIds, nId));
     return result;
   });
 }
@@ -439,7 +475,10 @@ BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*
   return guarded(__func__, [&] {
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitAll, comm, ndev, devlist);
     if (comm != nullptr && result == ncclSuccess) {
-      for (int i = 0; i < ndev; ++i) remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i);
+      // One process holds every rank: any id of its own names their board.
+      const braid::engine::CommId id = braid::engine::CommId::random();
+      for (int i = 0; i < ndev; ++i)
+        remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i, nullptr, id.bytes);
     }
     return result;
   });
@@ -448,9 +487,12 @@ BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*
 BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                         ncclConfig_t* config) {
   return guarded(__func__, [&] {
+    // The child's board is named from the parent's id, how many splits the parent made and the color.
+    const std::vector<unsigned char> identity =
+        braid_enabled() ? braid::shim::split_identity(comm, color) : std::vector<unsigned char>{};
     const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
     // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm);
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm, identity);
     return result;
   });
 }
@@ -677,10 +719,25 @@ BRAID_EXPORT ncclResult_t ncclGroupEnd() {
     auto& group = braid::shim::this_thread_group();
     // The outermost end of a group that held its collectives back: NCCL's group is empty of them.
     std::vector<braid::shim::HeldCollective> held;
-    if (braid_enabled() && reaches_nccl && group.depth() == 1) held.swap(braid::shim::this_thread_held());
+    std::vector<braid::shim::HeldPeerCall> held_p2p;
+    if (braid_enabled() && reaches_nccl && group.depth() == 1) {
+      held.swap(braid::shim::this_thread_held());
+      held_p2p.swap(braid::shim::this_thread_held_p2p());
+    }
     const ncclResult_t result = BRAID_FORWARD(ncclGroupEnd);
     // NCCL leaves the group whatever the outcome, as long as the call reached it.
     if (braid_enabled() && reaches_nccl && group.on_end()) learn_made_in_group(accepted(result));
+    if (!held_p2p.empty()) {
+      // NCCL's group failed (a call in it was refused): it ran nothing, and neither does braid.
+      if (result != ncclSuccess) {
+        braid::shim::drop_held_p2p(held_p2p);
+        return result;
+      }
+      bool braid_error = false;
+      const ncclResult_t ran = braid::shim::run_held_p2p(std::move(held_p2p), &braid_error);
+      t_braid_error_latest = braid_error;
+      return ran;
+    }
     if (held.empty()) return result;
     if (result != ncclSuccess) {
       BRAID_WARN(Shim, "ncclGroupEnd failed (%s); the group's %zu collectives held for splitting were not run",

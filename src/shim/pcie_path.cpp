@@ -70,6 +70,8 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) 
   path.live.store(path.orchestrator.get());
 }
 
+}  // namespace
+
 // A graph replay cannot reproduce braid's host-driven share: captured calls go to NCCL alone.
 bool captured(cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -82,8 +84,6 @@ bool captured(cudaStream_t stream) {
   std::call_once(logged, [] { BRAID_INFO(Shim, "multipath: collectives captured in a CUDA graph go to NCCL alone"); });
   return true;
 }
-
-}  // namespace
 
 namespace {
 
@@ -316,6 +316,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   const route::ExchangeLayout layout = exchange_layout(call, state->nranks);
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
+  ++path.alltoalls;  // every rank counts the same calls: they are collective
   if (captured(stream)) return false;
   if (!path.routed_attempted) {
     // Collective: every rank reaches this same call.

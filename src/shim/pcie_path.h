@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/exchange_board.h"
 #include "multipath/orchestrator.h"
 #include "peer/routed_path.h"
 #include "shim/arguments.h"
@@ -42,6 +43,14 @@ struct PciePath {
   bool routed_attempted = false;
   std::unique_ptr<peer::RoutedPath> routed;  // null: NCCL alone
   std::atomic<peer::RoutedPath*> routed_live{nullptr};  // for ncclCommAbort / GetAsyncError
+  // Grouped ncclSend/ncclRecv (grouped_p2p.h): the id every rank derived alone when the
+  // communicator was made (from the NCCL unique id, or the parent's id for a split), the exchange
+  // board named from it (null: none), the ncclCommSplit calls made on this communicator (a
+  // child's id) and the ncclAlltoAll calls routing considered (compared at every slot).
+  std::optional<engine::CommId> board_id;
+  std::unique_ptr<engine::ExchangeBoard> board;
+  uint64_t splits = 0;
+  uint64_t alltoalls = 0;
 };
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
@@ -60,6 +69,10 @@ bool routable(Operation operation);
 // caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES per flow, captured
 // in a CUDA graph, or the routing keeps every flow direct). `result` is the routed call's result.
 bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result);
+
+// Whether `stream` is being captured into a CUDA graph (or cannot be asked): braid's paths leave
+// such calls to NCCL.
+bool captured(cudaStream_t stream);
 
 // Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
 // operator NCCL made, whatever its type and scalar.
