@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace braid::route {
 
@@ -81,17 +82,43 @@ Result route_exchange(Router& router, const ExchangeLayout& layout, const Exchan
   return build_exchange_plan(router, *routing, layout, options, out);
 }
 
+namespace {
+
+// A byte range [begin, end) some transfer writes.
+struct Written {
+  size_t begin = 0, end = 0;
+  size_t transfer = 0;
+};
+
+// The ranges one buffer of `bytes` receives, sorted: an error at the first byte two of them write,
+// or (with `whole`) at the first byte none writes. What the drop-in proves on every routed call, so
+// it costs the transfers' count, never the bytes'.
+Result check_ranges(std::vector<Written>& ranges, size_t bytes, bool whole, const char* what, int rank) {
+  std::sort(ranges.begin(), ranges.end(), [](const Written& a, const Written& b) { return a.begin < b.begin; });
+  size_t covered = 0;  // every byte before it is written (whole) or the furthest end so far
+  const Written* last = nullptr;
+  for (const Written& w : ranges) {
+    if (last != nullptr && w.begin < last->end)
+      return fail(Result::InvalidArgument, "exchange plan: transfers %zu and %zu both write byte %zu of rank %d's %s",
+                  last->transfer, w.transfer, w.begin, rank, what);
+    if (whole && w.begin > covered)
+      return fail(Result::InvalidArgument, "exchange plan: byte %zu of rank %d's %s is never written", covered, rank, what);
+    covered = std::max(covered, w.end);
+    last = &w;
+  }
+  if (whole && covered < bytes)
+    return fail(Result::InvalidArgument, "exchange plan: byte %zu of rank %d's %s is never written", covered, rank, what);
+  return Result::Success;
+}
+
+}  // namespace
+
 Result check_exchange_plan(const ExchangePlan& plan) {
   const ExchangeLayout& l = plan.layout;
   const int n = l.ranks;
   if (plan.scratch_bytes.size() != size_t(n)) return fail(Result::InvalidArgument, "exchange plan: scratch sizes for %zu ranks, not %d", plan.scratch_bytes.size(), n);
-  // Which transfer writes each receive byte, and each relay's scratch byte: a byte map per rank
-  // (tests use small exchanges; this is a proof, not a hot path).
-  std::vector<std::vector<int>> written(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    written[size_t(r)].assign(l.recv_bytes(r), -1);
-    scratch[size_t(r)].assign(plan.scratch_bytes[size_t(r)], -1);
-  }
+  // Per rank, the receive ranges final hops write and the scratch ranges relays fill.
+  std::vector<std::vector<Written>> written(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
     const Transfer& t = plan.transfers[i];
     if (t.src < 0 || t.src >= n || t.dst < 0 || t.dst >= n)
@@ -103,26 +130,20 @@ Result check_exchange_plan(const ExchangePlan& plan) {
     if (t.via >= 0) {
       if (t.via >= n || t.via == t.src || t.via == t.dst)
         return fail(Result::InvalidArgument, "exchange plan: transfer %zu (%d -> %d) relays through rank %d", i, t.src, t.dst, t.via);
-      std::vector<int>& s = scratch[size_t(t.via)];
-      if (t.scratch_offset + t.bytes > s.size())
-        return fail(Result::InvalidArgument, "exchange plan: transfer %zu overruns rank %d's %zu scratch bytes", i, t.via, s.size());
-      for (size_t b = t.scratch_offset; b < t.scratch_offset + t.bytes; ++b) {
-        if (s[b] >= 0) return fail(Result::InvalidArgument, "exchange plan: transfers %d and %zu share scratch byte %zu of rank %d", s[b], i, b, t.via);
-        s[b] = int(i);
-      }
+      if (t.scratch_offset + t.bytes > plan.scratch_bytes[size_t(t.via)])
+        return fail(Result::InvalidArgument, "exchange plan: transfer %zu overruns rank %d's %zu scratch bytes", i, t.via,
+                    plan.scratch_bytes[size_t(t.via)]);
+      scratch[size_t(t.via)].push_back({t.scratch_offset, t.scratch_offset + t.bytes, i});
     }
     // The final hop writes recv_offset + begin from send_offset + begin: in place, and the
     // receive byte at that position is the send byte at the same position by construction.
-    std::vector<int>& w = written[size_t(t.dst)];
     const size_t at = l.recv_offset(t.src, t.dst) + t.begin;
-    for (size_t b = at; b < at + t.bytes; ++b) {
-      if (w[b] >= 0) return fail(Result::InvalidArgument, "exchange plan: transfers %d and %zu both write byte %zu of rank %d", w[b], i, b, t.dst);
-      w[b] = int(i);
-    }
+    written[size_t(t.dst)].push_back({at, at + t.bytes, i});
   }
-  for (int r = 0; r < n; ++r)
-    for (size_t b = 0; b < written[size_t(r)].size(); ++b)
-      if (written[size_t(r)][b] < 0) return fail(Result::InvalidArgument, "exchange plan: byte %zu of rank %d's receive buffer is never written", b, r);
+  for (int r = 0; r < n; ++r) {
+    BRAID_TRY(check_ranges(scratch[size_t(r)], plan.scratch_bytes[size_t(r)], false, "scratch", r));
+    BRAID_TRY(check_ranges(written[size_t(r)], l.recv_bytes(r), true, "receive buffer", r));
+  }
   return Result::Success;
 }
 
