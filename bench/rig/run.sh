@@ -254,7 +254,9 @@ suite_faults() {
   for fault in segments register barrier d2h h2d copy reduce d2h@$((n - 1))#40 reduce@$((n - 1))#40; do
     [[ $fault == *@* ]] || fault=$fault@$((n - 1))
     d=$(mktemp -d /tmp/rig-faults.XXXXXX)
-    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}"
+    # 16 MB calls are split wherever the GPUs are: on a host whose GPUs share NVLink braid would
+    # otherwise split only from 128 MiB, and the run steps' faults would never fire.
+    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576
     run "$OUT/faults/braid_n${n}_${fault//[@#]/-}.log" 90 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --victim none \
       --bytes 16M --calls 30 --error-timeout 30 --abort-timeout 10 --abort-bound 3.0
     rm -rf "$d"

@@ -212,6 +212,12 @@ def summarise_dying(log, out):
         bad = log.timed_out or not results or any(r.get("result") != "OK" for r in results)
     if expected is not None and len(survivors) < expected:
         bad = True
+    # A failure injected (BRAID_FAULT) at a step the run never reached proves nothing: braid says
+    # "failure injected at step ..." where it fires.
+    fault = re.search(r"BRAID_FAULT (\S+)", log.lines[0] if log.lines else "")
+    if fault and not any("failure injected" in line for line in log.lines):
+        out.append(f"  FAULT NOT REACHED: BRAID_FAULT {fault.group(1)} never fired (the step did not run)")
+        bad = True
     out.append(("ranks" if no_victim else "survivors") + f" reporting={len(survivors)}" + (f" of {expected}" if expected is not None else "") +
                f" other={len(results) - len(survivors)} warn={len(log.warns)}")
     for r in sorted(results, key=lambda r: r.get("rank", -1)):

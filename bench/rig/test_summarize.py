@@ -201,6 +201,17 @@ class SummarizeTest(unittest.TestCase):
             bad, lines = self.check("braid_n2_d2h.log", run_sh(cmd, text))
             self.assertEqual(bad, fails, lines)
 
+    def test_injected_fault_must_fire(self):
+        done = '{"rank": %d, "nranks": 2, "result": "COMPLETED", "victim": null, "calls_done": 30}\n'
+        cmd = ("mpiexec -n 2 -genv BRAID_FAULT d2h@1 /x/one-gpu-rank.sh /tmp/rig/dying_rank --id-file /tmp/d/id "
+               "--victim none")
+        bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, done % 0 + done % 1))
+        self.assertTrue(bad, lines)
+        self.assertTrue(any("FAULT NOT REACHED" in l for l in lines), lines)
+        fired = "[1] BRAID WARN internal error: rank 1: failure injected at step 'd2h' (BRAID_FAULT)\n"
+        bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, fired + done % 0 + done % 1))
+        self.assertFalse(bad, lines)
+
     def test_skipped(self):
         bad, lines = self.check("braid_n4_reduce.log", f"# command: {CMD}\n# SKIPPED: 12s of the run's 540s budget left\n")
         self.assertFalse(bad)
