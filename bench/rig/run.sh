@@ -376,7 +376,8 @@ suite_gpus() {
   done
   # braid's routed exchange for every ncclAlltoAll (mode 2: also when no relay pays), its INFO
   # line per routed call the proof that it ran.
-  gpus_run braid-route mpi alltoall "$n" BRAID_ROUTE_EXCHANGES 2 BRAID_DEBUG INFO -- "${sizes[@]}"
+  gpus_run braid-route mpi alltoall "$n" BRAID_ROUTE_EXCHANGES 2 BRAID_DEBUG INFO NCCL_CUMEM_ENABLE 0 -- "${sizes[@]}"
+  gpus_run plain-nocumem mpi alltoall "$n" NCCL_CUMEM_ENABLE 0 -- "${sizes[@]}"
   gpus_run braid t$n-p1 all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1 -p 1
   gpus_run braid mpi-graph all_reduce "$n" -- "${sizes[@]}" -G 1
   for c in all_reduce reduce_scatter; do
@@ -407,10 +408,13 @@ suite_route() {
   # sendrecv, hypercube and alltoallv through their groups of ncclSend/ncclRecv).
   read -r -a binaries <<< "${RIG_ROUTE_COLLS:-alltoall sendrecv scatter gather hypercube}"
   [[ -z ${RIG_ROUTE_COLLS:-} && -x $nt/alltoallv_perf ]] && binaries+=(alltoallv)
+  # nccl-tests (2.19+) allocates with ncclMemAlloc, which makes cuMem allocations when NCCL uses
+  # cuMem; braid shares buffers through CUDA IPC, which cannot export those (docs/ROUTING.md), so
+  # NCCL_CUMEM_ENABLE=0 (plain and braid alike) gives nccl-tests cudaMalloc'd buffers.
   for c in "${binaries[@]}"; do
     for how in plain braid; do
       launch "$how" "$n" BRAID_ROUTE_EXCHANGES "${RIG_ROUTE_MODE:-2}" BRAID_PEER_SAME_GPU 1 BRAID_DEBUG INFO \
-        BRAID_ROUTE_TOPOLOGY "$root/bench/rig/route-mesh4.json"
+        BRAID_ROUTE_TOPOLOGY "$root/bench/rig/route-mesh4.json" NCCL_CUMEM_ENABLE "${RIG_ROUTE_CUMEM:-0}"
       # shellcheck disable=SC2086  # nccl-tests' size flags, split on purpose
       run "$OUT/route/${how}_n${n}_${c}.log" "${RIG_ROUTE_LIMIT:-90}" "${L[@]}" "$nt/${c}_perf" $route_sizes -n 2 -w 0 -c 1 -T 40
     done
