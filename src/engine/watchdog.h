@@ -11,14 +11,12 @@
 #include <functional>
 #include <vector>
 
+#include "common/process.h"
 #include "device/backoff.h"
 
 namespace braid::engine {
 
 enum class WaitOutcome { Done, Aborted, TimedOut, PeerDied };
-
-// True when process `pid` no longer runs (gone, or a zombie nobody reaped yet).
-bool process_dead(pid_t pid);
 
 struct WaitContext {
   const std::atomic<uint64_t>* abort_word = nullptr;  // shared: any rank may set it

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/process.h"
 #include "net/net_log.h"
 
 namespace braid::net {
@@ -29,10 +30,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>
 
 namespace {
 // A slot whose owner died keeps no NIC busy: checked only for slots quiet for a second.
-bool owner_alive(uint64_t worker) {
-  pid_t pid = pid_t(worker >> 24);
-  return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
-}
+bool owner_alive(uint64_t worker) { return !process_dead(pid_t(worker >> 24)); }
 }  // namespace
 
 uint64_t new_worker_id() {

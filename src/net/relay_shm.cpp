@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/process.h"
 #include "net/clock.h"
 #include "net/relay_pool.h"
 
@@ -20,7 +21,7 @@ namespace {
 constexpr uint32_t kRelayMagic = 0x59524c42;  // "BLRY"
 constexpr size_t kMaxRelaySlots = 1024;
 
-bool process_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+bool process_alive(int32_t pid) { return pid > 0 && !process_dead(pid); }
 }  // namespace
 
 // Loans change under a robust process-shared mutex: a process killed while it holds it leaves

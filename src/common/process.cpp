@@ -1,12 +1,11 @@
-#include "engine/watchdog.h"
-
-#include <signal.h>
+#include "common/process.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
-namespace braid::engine {
+namespace braid {
 
 bool process_dead(pid_t pid) {
   if (pid <= 0) return false;
@@ -26,4 +25,4 @@ bool process_dead(pid_t pid) {
   return state == 'Z' || state == 'X' || state == 'x';
 }
 
-}  // namespace braid::engine
+}  // namespace braid
