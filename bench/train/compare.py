@@ -18,7 +18,9 @@ their configuration, and in each run all ranks must end with the same parameters
 
 Step time: the timed steps (after warmup) of all A runs are pooled and their median taken, the same
 for B; the ratio is median(A) / median(B), so > 1 means braid is faster. Each run's own median is
-shown in brackets (min-max) as a feel for the noise.
+shown in brackets (min-max). The summary calls braid faster or slower only where the ratio is
+further from 1 than plain's own runs are apart ((max - min) / median of their medians); closer,
+the runs cannot tell, and it says so.
 
 Prints the details, a markdown table (a header and one row; --row-only for the row alone) and a
 final 'SUMMARY' line. Exit status 0 when the losses agree within the tolerance and no check failed,
@@ -97,6 +99,23 @@ def ms(seconds):
     return f"{seconds * 1e3:.2f}" if seconds is not None else "-"
 
 
+def plain_spread(run_medians):
+    """How far plain NCCL's own runs land apart: (max - min) / median of their medians; None from
+    fewer than two runs. A plain/braid ratio closer to 1 than this says nothing about braid."""
+    if len(run_medians) < 2:
+        return None
+    return (max(run_medians) - min(run_medians)) / statistics.median(run_medians)
+
+
+def speed_verdict(ratio, noise):
+    """'braid faster' / 'braid slower' only beyond plain's own spread between runs."""
+    if noise is not None and abs(ratio - 1) <= noise:
+        return f"within plain's own spread of {noise * 100:.0f}% between runs: undecided"
+    if noise is None and ratio != 1:
+        return ("braid faster" if ratio > 1 else "braid slower") + ", one plain run: spread unknown"
+    return "braid faster" if ratio > 1 else ("braid slower" if ratio < 1 else "same")
+
+
 def compare(paths, rtol=None, atol=None, label=""):
     """Returns a dict: ok, problems, notes, row (markdown), summary (one line), and the numbers."""
     problems, notes = [], []
@@ -169,6 +188,7 @@ def compare(paths, rtol=None, atol=None, label=""):
         result["ratio"] = result["a_median_s"] / result["b_median_s"]
     result["a_run_medians_s"] = [statistics.median(timed_steps(d)) for _, d in a_runs if timed_steps(d)]
     result["b_run_medians_s"] = [statistics.median(timed_steps(d)) for _, d in b_runs if timed_steps(d)]
+    result["noise"] = plain_spread(result["a_run_medians_s"])
     result["ok"] = not problems
 
     def spread(values):
@@ -194,7 +214,7 @@ def compare(paths, rtol=None, atol=None, label=""):
            f"losses within rtol={result.get('rtol', 0):g} atol={result.get('atol', 0):g}")
     speed = ""
     if result["ratio"] is not None:
-        faster = "braid faster" if result["ratio"] > 1 else ("braid slower" if result["ratio"] < 1 else "same")
+        faster = speed_verdict(result["ratio"], result["noise"])
         speed = (f"; step plain {ms(result['a_median_s'])} ms, braid {ms(result['b_median_s'])} ms, "
                  f"plain/braid {result['ratio']:.3f} ({faster})")
     result["summary"] = (f"SUMMARY {label or result.get('model') or '?'}: "
