@@ -3,7 +3,8 @@ balancer's PCIe share and each path's time per split call.
 
 Each line is one split call as src/multipath/orchestrator.cpp writes it (rank 0 of the
 communicator): call, collective, dtype, bytes, count, nccl_elements, pcie_elements, pcie_share,
-nccl_ms, pcie_ms (each path's time, slowest rank), timed, next_pcie_share, nvlink_path. A call
+nccl_ms, pcie_ms (each path's time, slowest rank), timed, next_pcie_share, nvlink_path, caller_us
+(rank 0's calling thread inside the call). A call
 braid would split by its size but gives to NCCL alone (inside a group, captured in a CUDA graph,
 ...) is a line {"declined": reason, collective, dtype, bytes, count}: counted, not plotted.
 """

@@ -326,11 +326,11 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
     }
   }
   const DataType type = static_cast<DataType>(r.what.type);
-  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f",
+  BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f, caller %.1f us",
              std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
              r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
-             r.pcie_seconds * 1e3, r.next_pcie_share);
+             r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
   trace(r);
   if (keep_history_) history_.push_back(r);
 }
@@ -345,6 +345,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (const Result f = failure(&text); f != Result::Success)
     return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
+  const auto began = std::chrono::steady_clock::now();
+  const auto caller_seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
@@ -372,6 +374,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     const SharePath* carrier = nullptr;
     const Result r = nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &carrier);
     job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
+    job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
     return r;
   }
@@ -390,6 +393,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     return r;
   }
   job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
+  job->record.caller_seconds = caller_seconds();
   if (!lane_->async()) {
     // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
     lane_->submit(std::move(job));
@@ -505,13 +509,14 @@ void Orchestrator::trace(const SplitRecord& r) {
   std::fprintf(trace_,
                "{\"call\": %llu, \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
                "\"nccl_elements\": %zu, \"pcie_elements\": %zu, \"pcie_share\": %.6f, \"nccl_ms\": %.4f, "
-               "\"pcie_ms\": %.4f, \"timed\": %s, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\"}\n",
+               "\"pcie_ms\": %.4f, \"timed\": %s, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\", "
+               "\"caller_us\": %.1f}\n",
                static_cast<unsigned long long>(r.call), std::string(collective_name(r.what.collective)).c_str(),
                std::string(datatype_name(static_cast<DataType>(r.what.type))).c_str(), r.bytes, r.what.count,
                r.nccl_elements, r.pcie_elements,
                r.what.count ? static_cast<double>(r.pcie_elements) / static_cast<double>(r.what.count) : 0.0,
                r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.timed ? "true" : "false", r.next_pcie_share,
-               r.nvlink_copy ? "copy" : "nccl");
+               r.nvlink_copy ? "copy" : "nccl", r.caller_seconds * 1e6);
   std::fflush(trace_);
 }
 

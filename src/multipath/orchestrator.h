@@ -58,6 +58,9 @@ struct SplitRecord {
   double nccl_seconds = 0;  // slowest rank's
   double pcie_seconds = 0;
   double next_pcie_share = 0;
+  // This rank's calling thread inside the call (its host time): what braid made the application
+  // wait, the NVLink path's per-call meeting with its peers included.
+  double caller_seconds = 0;
 };
 
 // The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
