@@ -11,8 +11,11 @@
 # environment: RANKS (default: the GPU count, or 2 with WRAPPER), WRAPPER (as bench/train/run.sh),
 # SCALE (rig with WRAPPER, else full), REPS (plain/braid pairs, default 2), BRAID_LIB (default
 # gpubundle/lib/libbraid.so), TIMEOUT (seconds per run, default 120), PYTHON, BRAID_DEBUG (braid
-# runs' log level, default WARN). Output under $OUT/moe/: <plain|braid>.<rep>.{json,log},
-# compare.txt. Exit status 0 when every run finished with every value exact.
+# runs' log level, default WARN). braid's own settings pass through the environment, e.g. its
+# routing: BRAID_ROUTE_EXCHANGES=1 BRAID_DEBUG=INFO (on the rig also BRAID_PEER_SAME_GPU=1 and
+# BRAID_ROUTE_TOPOLOGY=bench/rig/route-mesh4.json); the routed exchanges logged are counted at the
+# end. Output under $OUT/moe/: <plain|braid>.<rep>.{json,log}, compare.txt. Exit status 0 when
+# every run finished with every value exact.
 set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu_env.sh
@@ -59,4 +62,8 @@ if [ $status -eq 0 ]; then
   "$PY" "$here/compare.py" "${files[@]}" | tee "$T/compare.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
+# With BRAID_ROUTE_EXCHANGES (and BRAID_DEBUG=INFO), braid logs one line per routed exchange: the
+# proof that the token dispatch went through braid's routing rather than NCCL.
+routed=$(cat "$T"/braid.*.log 2>/dev/null | grep -c "routed exchange: [0-9]* flows")
+echo "braid runs: $routed routed exchanges logged (BRAID_ROUTE_EXCHANGES=${BRAID_ROUTE_EXCHANGES:-unset}, BRAID_DEBUG=${BRAID_DEBUG:-WARN})" | tee -a "$T/compare.txt"
 exit $status
