@@ -130,7 +130,7 @@ ExchangeBoard::Verdict ExchangeBoard::arrive(std::span<const uint64_t> mine, dou
   }
   // Wait for the last rank, or abandon the slot at the bound.
   const auto start = std::chrono::steady_clock::now();
-  device::Backoff backoff;
+  device::Backoff backoff(device::kMeetingYieldNs);
   while (attempt_of(w) == k && phase_of(w) == kOpen) {
     if (backoff.sleeping() && device::seconds_since(start) > wait_s) {
       if (s.compare_exchange_strong(w, make_state(k, arrived_of(w), kAbandoned), std::memory_order_acq_rel,

@@ -28,11 +28,14 @@ struct WaitContext {
   // Whether `rank` still owes something this wait needs. Only such a rank's death fails the
   // wait: a peer that finished its part and exited is no failure.
   std::function<bool(int rank)> blocks;
+  // Yield rather than sleep for this long after spinning (device::Backoff): for the waits of a
+  // host meeting on the application's thread, which must end soon after the last rank arrives.
+  uint64_t yield_window_ns = 0;
 };
 
 template <class Ready>
 WaitOutcome wait_until(const WaitContext& ctx, Ready ready) {
-  device::Backoff backoff;
+  device::Backoff backoff(ctx.yield_window_ns);
   auto last_peer_check = std::chrono::steady_clock::now();
   for (;;) {
     if (ready()) return WaitOutcome::Done;
