@@ -159,7 +159,11 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
   const std::vector<uint64_t> summary = route::summarize(flows);
   mine.insert(mine.end(), summary.begin(), summary.end());
   std::vector<uint64_t> all;
-  if (board.arrive(mine, settings().route_agree_ms / 1000.0, &all) != engine::ExchangeBoard::Verdict::Complete) {
+  // The first group waits longer: ranks come to their first exchange far apart, and an abandoned
+  // slot turns the board off for good.
+  const double wait_ms = board.arrivals() == 0 ? std::max(settings().route_agree_ms, settings().route_agree_first_ms)
+                                               : settings().route_agree_ms;
+  if (board.arrive(mine, wait_ms / 1000.0, &all) != engine::ExchangeBoard::Verdict::Complete) {
     turned_off(path, rank, "not every rank reached this send/recv group within BRAID_ROUTE_AGREE_MS");
     lock.unlock();
     return give_to_nccl(held);

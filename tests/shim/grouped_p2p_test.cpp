@@ -23,6 +23,7 @@ const bool kFakeNcclChosen = [] {
   setenv("BRAID_SPLIT_MIN_BYTES", "0x4000000000000000", 1);
   setenv("BRAID_ROUTE_EXCHANGES", "1", 1);
   setenv("BRAID_ROUTE_AGREE_MS", "1000", 1);
+  setenv("BRAID_ROUTE_AGREE_FIRST_MS", "4000", 1);
   unsetenv("BRAID_DISABLE");
   return true;
 }();
@@ -120,31 +121,60 @@ TEST(ShimGroupedP2p, EveryRankMeetsAndNcclGetsEveryCallInOrder) {
 TEST(ShimGroupedP2p, AnAbsentRankCostsOneBoundedWaitThenGroupsPassThrough) {
   const int n = 3;
   Ranks ranks(n);
-  std::vector<double> first(static_cast<size_t>(n)), second(static_cast<size_t>(n));
+  std::vector<double> late(static_cast<size_t>(n)), after(static_cast<size_t>(n));
   auto pair = [](int s, int d) { return (s == 2 || d == 2 || s == d) ? size_t(0) : size_t(16); };
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
+      // A first group every rank reaches at once (the first slot's longer wait is its own test).
+      EXPECT_EQ(all_to_allv(ranks.comms[size_t(r)], r, n, pair, ranks.buffers[size_t(r)]), ncclSuccess);
       if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // comes after the bound
       auto start = std::chrono::steady_clock::now();
       EXPECT_EQ(all_to_allv(ranks.comms[size_t(r)], r, n, pair, ranks.buffers[size_t(r)]), ncclSuccess);
-      first[size_t(r)] = seconds_since(start);
+      late[size_t(r)] = seconds_since(start);
       start = std::chrono::steady_clock::now();
       EXPECT_EQ(all_to_allv(ranks.comms[size_t(r)], r, n, pair, ranks.buffers[size_t(r)]), ncclSuccess);
-      second[size_t(r)] = seconds_since(start);
+      after[size_t(r)] = seconds_since(start);
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
     if (r == 2) {
-      EXPECT_LT(first[size_t(r)], 0.5);  // read ABANDONED, no wait
+      EXPECT_LT(late[size_t(r)], 0.5);  // read ABANDONED, no wait
     } else {
-      EXPECT_GE(first[size_t(r)], 0.9);
-      EXPECT_LT(first[size_t(r)], 3.0);
+      EXPECT_GE(late[size_t(r)], 0.9);
+      EXPECT_LT(late[size_t(r)], 3.0);
     }
-    EXPECT_LT(second[size_t(r)], 0.5);  // off: straight to NCCL
-    EXPECT_EQ(p2p_reaching(ranks.comms[size_t(r)], ranks.from).size(), size_t(4 * n));
+    EXPECT_LT(after[size_t(r)], 0.5);  // off: straight to NCCL
+    EXPECT_EQ(p2p_reaching(ranks.comms[size_t(r)], ranks.from).size(), size_t(6 * n));
   }
+}
+
+// Ranks come to their first exchange far apart (start-up): the first group waits
+// BRAID_ROUTE_AGREE_FIRST_MS, so a rank 1.5 s late there (past BRAID_ROUTE_AGREE_MS) still meets
+// the others, and the board stays on: a later rank 0.5 s late is still waited for.
+TEST(ShimGroupedP2p, TheFirstGroupWaitsLongerForLateRanks) {
+  const int n = 2;
+  Ranks ranks(n);
+  std::vector<double> first(static_cast<size_t>(n)), second(static_cast<size_t>(n));
+  auto pair = [](int s, int d) { return s == d ? size_t(0) : size_t(16); };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(all_to_allv(ranks.comms[size_t(r)], r, n, pair, ranks.buffers[size_t(r)]), ncclSuccess);
+      first[size_t(r)] = seconds_since(start);
+      if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      start = std::chrono::steady_clock::now();
+      EXPECT_EQ(all_to_allv(ranks.comms[size_t(r)], r, n, pair, ranks.buffers[size_t(r)]), ncclSuccess);
+      second[size_t(r)] = seconds_since(start);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_GE(first[0], 1.4);  // waited past BRAID_ROUTE_AGREE_MS for rank 1
+  EXPECT_GE(second[0], 0.4);  // the board still on: waited again
+  EXPECT_LT(second[0], 0.9);
+  EXPECT_LT(second[1], 0.5);
 }
 
 TEST(ShimGroupedP2p, AMismatchedGroupIsGivenToNcclEverywhereAndTurnsRoutingOff) {
