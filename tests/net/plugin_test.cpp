@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,14 @@ namespace {
 constexpr int kSuccess = 0, kInternalError = 3, kInvalidArgument = 4;
 
 std::atomic<int> g_warnings{0};
-std::string g_log;  // every line the plugin logged in this process
+// Every line the plugin logged in this process. NCCL calls its logger from any thread (the plugin's
+// progress threads warn when a peer dies while the caller's thread logs too), so it is locked.
+std::mutex g_log_mutex;
+std::string g_log;
+std::string logged() {
+  std::lock_guard lock(g_log_mutex);
+  return g_log;
+}
 void test_logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
   if (level == kNcclLogWarn) g_warnings++;
   char line[1024];
@@ -33,8 +41,11 @@ void test_logger(int level, unsigned long, const char*, int, const char* fmt, ..
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  g_log += line;
-  g_log += '\n';
+  {
+    std::lock_guard lock(g_log_mutex);
+    g_log += line;
+    g_log += '\n';
+  }
   if (std::getenv("NET_TEST_VERBOSE")) fprintf(stderr, "%s\n", line);
 }
 
@@ -520,10 +531,11 @@ int relaying_sender(int handle_fd, int owner_ready_fd) {
   if (read(owner_ready_fd, &ok, 1) != 1) return 20;
   int r = sender(handle_fd, 0, 0);
   if (r != 0) return r;
-  size_t at = g_log.find("bytes relayed through peer GPUs' pools");
+  const std::string log = logged();
+  size_t at = log.find("bytes relayed through peer GPUs' pools");
   if (at == std::string::npos) return 21;
-  size_t colon = g_log.rfind(": ", at);
-  if (colon == std::string::npos || std::strtoull(g_log.c_str() + colon + 2, nullptr, 10) == 0) return 22;
+  size_t colon = log.rfind(": ", at);
+  if (colon == std::string::npos || std::strtoull(log.c_str() + colon + 2, nullptr, 10) == 0) return 22;
   return 0;
 }
 
@@ -534,7 +546,7 @@ int relay_owner(int ready_fd, int quit_fd) {
   char handle[kNcclNetHandleMaxSize];
   void* listen_comm = nullptr;
   if (p.net->listen(p.ctx, 1, handle, &listen_comm) != kSuccess) return 31;
-  if (g_log.find("NIC 1: relay pool offered") == std::string::npos) return 32;
+  if (logged().find("NIC 1: relay pool offered") == std::string::npos) return 32;
   if (write(ready_fd, "r", 1) != 1) return 33;
   char q = 0;
   if (read(quit_fd, &q, 1) != 1) return 34;
