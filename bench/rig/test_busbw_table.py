@@ -9,15 +9,14 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import busbw_table  # noqa: E402
-from test_summarize import CMD, START, footer, header, run_main, run_sh, table  # noqa: E402
+from test_summarize import CMD, START, footer, header, run_main, table, write_log  # noqa: E402
 
 
 def write(folder, name, wrong=0, rc=0, rows=True, scale=1.0, extra=""):
     body = table([(1024, "float", "sum", (0, 0)), (1 << 20, "float", "sum", (wrong, 0))]) if rows else ""
     # The synthetic rows print busbw 1.50; `scale` rewrites it so ratios differ from 1.
     body = body.replace("  1.50  ", f"  {1.5 * scale:4.2f}  ")
-    with open(os.path.join(folder, name), "w") as f:
-        f.write(run_sh(CMD, extra + START + header() + body + footer(), rc))
+    write_log(folder, name, extra + START + header() + body + footer(), rc)
 
 
 def run(folder):

@@ -9,7 +9,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compete_table  # noqa: E402
-from test_summarize import CMD, START, float_str, footer, header, preamble, run_main, run_sh  # noqa: E402
+from test_summarize import START, float_str, footer, header, preamble, run_main, write_log  # noqa: E402
 
 LOADED = "host:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin braid (v11)\n"
 FAIR = "mode: namespaces: 2 hosts, 2 NICs each (nic0..), 2000 Mbit/s each way per NIC (tc tbf); fair\n"
@@ -39,8 +39,7 @@ def write(folder, variant, cond, busbw, work="sendrecv", wrong=0, loaded=True, r
                 f"268435456 bytes in 1.000 s = {busbw:.1f} MB/s\n")
     else:
         text = (LOADED if loaded else "") + START + header() + rows(busbw, wrong) + footer()
-    with open(os.path.join(folder, f"{variant}_{cond}_n2_{work}.log"), "w") as f:
-        f.write(run_sh(CMD, text + nic_bytes(*nics), rc))
+    write_log(folder, f"{variant}_{cond}_n2_{work}.log", text + nic_bytes(*nics), rc)
 
 
 def run(folder):

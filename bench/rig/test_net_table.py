@@ -9,7 +9,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import net_table  # noqa: E402
-from test_summarize import CMD, START, footer, header, run_main, run_sh, table  # noqa: E402
+from test_summarize import START, footer, header, run_main, table, write_log  # noqa: E402
 
 LOADED = "host:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin braid (v11)\n"
 
@@ -17,8 +17,7 @@ LOADED = "host:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin braid (v11)\n"
 def write(folder, name, wrong=0, loaded=True, rc=0):
     rows = [(1024, "float", "sum", (0, 0)), (1 << 20, "float", "sum", (wrong, 0))]
     text = (LOADED if loaded else "") + START + header() + table(rows) + footer()
-    with open(os.path.join(folder, name), "w") as f:
-        f.write(run_sh(CMD, text, rc))
+    write_log(folder, name, text, rc)
 
 
 def run(folder):

@@ -9,7 +9,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import route_table  # noqa: E402
-from test_summarize import CMD, START, WARN, footer, header, run_main, run_sh, table  # noqa: E402
+from test_summarize import START, WARN, footer, header, run_main, table, write_log  # noqa: E402
 
 ROUTED = "host:1:2 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 relayed ranges (epoch 3)\n"
 
@@ -17,8 +17,7 @@ ROUTED = "host:1:2 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 rel
 def write(folder, name, wrong=0, routed=0, rc=0, warn=False):
     rows = [(1024, "float", "none", (0, 0)), (1 << 22, "float", "none", (wrong, 0))]
     text = ROUTED * routed + START + header() + table(rows) + (WARN if warn else "") + footer()
-    with open(os.path.join(folder, name), "w") as f:
-        f.write(run_sh(CMD, text, rc))
+    write_log(folder, name, text, rc)
 
 
 def run(folder):

@@ -72,6 +72,12 @@ def run_sh(cmd, text, rc=0):
             f"# exit: {rc} after 12s" + (" (TIMEOUT: killed at the 150s limit)" if rc == 124 else "") + "\n")
 
 
+def write_log(folder, name, text, rc=0):
+    """A rig log as bench/rig/run.sh writes it (CMD's command line, `text`, exit `rc`) at folder/name."""
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(run_sh(CMD, text, rc))
+
+
 CMD = "mpiexec -n 2 -genv LD_PRELOAD /x/libbraid.so /x/one-gpu-rank.sh stdbuf -o0 -e0 /tmp/rig/nccl-tests-mpi/all_reduce_perf -d all"
 WARN = "\nhost:123:456 [0] BRAID WARN engine.cpp:12 peer 1 did not answer in 30 s\n"
 
