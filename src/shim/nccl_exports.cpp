@@ -186,21 +186,24 @@ bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
   return true;
 }
 
+// The GPU braid recorded for `parent`, which a split or shrink of it shares; -1 when unknown.
+int device_of(ncclComm_t parent) {
+  const auto known = braid::shim::comm_table().find(parent);
+  return known ? known->cuda_device : -1;
+}
+
 // After NCCL created `comm` (result Success, or InProgress for a non-blocking one) on `device`
-// (-1: the parent's, for a split or shrink; else NCCL tells).
+// (-1: NCCL tells).
 // `identity`: bytes every rank of the communicator holds alike, which name its exchange board
 // (grouped_p2p.h), opened once the communicator's rank, size and GPU are known.
-void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking = true, int device = -1,
-              ncclComm_t parent = nullptr, std::span<const unsigned char> identity = {}) {
+void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking, int device,
+              std::span<const unsigned char> identity = {}) {
   if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
   braid::shim::CommState state;
   state.rank = rank;
   state.nranks = nranks;
   state.blocking = blocking;
   state.cuda_device = device;
-  if (parent != nullptr && device < 0) {
-    if (auto known = braid::shim::comm_table().find(parent)) state.cuda_device = known->cuda_device;
-  }
   if (braid::shim::this_thread_group().in_group()) {
     made_in_this_group().push_back(comm);
   } else if (result == ncclSuccess) {
@@ -443,7 +446,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUni
   return guarded(__func__, [&] {
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
-    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device, nullptr, id_bytes(&commId, 1));
+    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -454,7 +457,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, n
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
     if (comm != nullptr)
-      remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device, nullptr, id_bytes(&commId, 1));
+      remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -466,7 +469,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nran
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
     if (newcomm != nullptr)
-      remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device, nullptr, id_bytes(commIds, nId));
+      remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device, id_bytes(commIds, nId));
     return result;
   });
 }
@@ -478,7 +481,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*
       // One process holds every rank: any id of its own names their board.
       const braid::engine::CommId id = braid::engine::CommId::random();
       for (int i = 0; i < ndev; ++i)
-        remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i, nullptr, id.bytes);
+        remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i, id.bytes);
     }
     return result;
   });
@@ -492,7 +495,7 @@ BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
         braid_enabled() ? braid::shim::split_identity(comm, color) : std::vector<unsigned char>{};
     const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
     // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm, identity);
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), device_of(comm), identity);
     return result;
   });
 }
@@ -502,7 +505,7 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
   return guarded(__func__, [&] {
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), -1, comm);
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), device_of(comm));
     return result;
   });
 }
