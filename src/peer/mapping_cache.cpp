@@ -15,7 +15,7 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
           ++m;
           continue;
         }
-        hooks_.close(m->second.base);
+        hooks_.close(m->first, m->second.base);
         m = mappings_.erase(m);
         ++closed;
       }
@@ -32,7 +32,7 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
 }
 
 void MappingCache::close_all() {
-  for (auto& [key, mapping] : mappings_) hooks_.close(mapping.base);
+  for (auto& [key, mapping] : mappings_) hooks_.close(key, mapping.base);
   mappings_.clear();
 }
 

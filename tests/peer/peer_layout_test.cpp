@@ -62,7 +62,7 @@ struct FakeIpc {
               *base = &memory[next++];
               return Result::Success;
             },
-            [this](unsigned char* base) { closed.insert(base); },
+            [this](const MappingCache::Key&, unsigned char* base) { closed.insert(base); },
             [this] {
               ++drains;
               return Result::Success;
@@ -70,7 +70,7 @@ struct FakeIpc {
   }
 };
 
-MappingCache::Key key(uint64_t k) { return {k, 0, 0, 0, 0, 0, 0, 0}; }
+MappingCache::Key key(uint64_t k) { return {static_cast<uint64_t>(AllocationKind::CudaIpc), k}; }
 
 TEST(PeerMappingCache, OpensEachHandleOnceAndReusesIt) {
   FakeIpc ipc;
