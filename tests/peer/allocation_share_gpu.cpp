@@ -9,7 +9,6 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,17 +21,10 @@
 #include "cuda/driver_calls.h"
 #include "peer/allocation_share.h"
 #include "peer/cumem_share.h"
+#include "gpu_test_support.h"
 
 namespace braid::peer {
 namespace {
-
-#define CHECK(cond)                                                                                        \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
-      std::fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, last_error()); \
-      return 1;                                                                                            \
-    }                                                                                                      \
-  } while (0)
 
 constexpr size_t kAllocationBytes = size_t{8} << 20;
 constexpr size_t kOffset = (size_t{1} << 20) + 256;  // the buffer inside its allocation
@@ -72,77 +64,20 @@ bool device_holds(const void* p, const std::vector<unsigned char>& expected) {
   return cudaMemcpy(got.data(), p, got.size(), cudaMemcpyDeviceToHost) == cudaSuccess && got == expected;
 }
 
-// A cuMem allocation on GPU 0 made as ncclMemAlloc makes it, with the handle types asked for.
-struct CuMemBuffer {
-  CUdeviceptr ptr = 0;
-  size_t size = 0;
-  CUmemGenericAllocationHandle handle = 0;
-
-  bool allocate(size_t bytes, CUmemAllocationHandleType types) {
-    static const auto create = [] {
-      void* fn = nullptr;
-      cudaDriverEntryPointQueryResult found{};
-      cudaGetDriverEntryPointByVersion("cuMemCreate", &fn, 12000, cudaEnableDefault, &found);
-      return found == cudaDriverEntryPointSuccess ? reinterpret_cast<decltype(&cuMemCreate)>(fn) : nullptr;
-    }();
-    const cuda::DriverCalls& d = cuda::driver();
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    prop.requestedHandleTypes = types;
-    size_t granularity = 0;
-    if (create == nullptr || !d.cumem_complete() ||
-        d.mem_get_allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
-      return false;
-    size = (bytes + granularity - 1) / granularity * granularity;
-    CUmemAccessDesc access{};
-    access.location = prop.location;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return create(&handle, size, &prop, 0) == CUDA_SUCCESS &&
-           d.mem_address_reserve(&ptr, size, granularity, 0, 0) == CUDA_SUCCESS &&
-           d.mem_map(ptr, size, 0, handle, 0) == CUDA_SUCCESS && d.mem_set_access(ptr, size, &access, 1) == CUDA_SUCCESS;
-  }
-  void free() {
-    const cuda::DriverCalls& d = cuda::driver();
-    d.mem_unmap(ptr, size);
-    d.mem_address_free(ptr, size);
-    d.mem_release(handle);
-    ptr = 0;
-  }
-  unsigned char* at(size_t offset) const { return reinterpret_cast<unsigned char*>(ptr) + offset; }
-};
-
-int start_cuda() {
-  CHECK(cudaSetDevice(0) == cudaSuccess);
-  CHECK(cudaFree(nullptr) == cudaSuccess);  // the primary context, which cuMemCreate needs current
-  return 0;
-}
-
-// Runs the two roles in fork()ed processes joined by a socket, each bounded by an alarm (a hang
-// fails the test instead of stopping it); both must exit 0.
+// The two roles in fork()ed processes joined by a socket.
 void run_exporter_and_importer(const std::function<int(int)>& exporter, const std::function<int(int)>& importer) {
   int link[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, link), 0);
-  auto spawn = [&](const std::function<int(int)>& role, int mine, int theirs) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(theirs);
-      alarm(120);
-      const int started = start_cuda();
-      _exit(started != 0 ? started : role(mine));
-    }
-    return pid;
-  };
-  const pid_t a = spawn(exporter, link[0], link[1]);
-  const pid_t b = spawn(importer, link[1], link[0]);
+  run_in_processes({[&] {
+                      close(link[1]);
+                      return exporter(link[0]);
+                    },
+                    [&] {
+                      close(link[0]);
+                      return importer(link[1]);
+                    }});
   close(link[0]);
   close(link[1]);
-  int status_a = -1, status_b = -1;
-  ASSERT_EQ(waitpid(a, &status_a, 0), a);
-  ASSERT_EQ(waitpid(b, &status_b, 0), b);
-  EXPECT_TRUE(WIFEXITED(status_a) && WEXITSTATUS(status_a) == 0) << "exporter status " << status_a;
-  EXPECT_TRUE(WIFEXITED(status_b) && WEXITSTATUS(status_b) == 0) << "importer status " << status_b;
 }
 
 // The importer's half of a round trip: maps the buffer, checks the exporter's bytes, writes its
