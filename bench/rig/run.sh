@@ -256,7 +256,11 @@ suite_faults() {
     d=$(mktemp -d /tmp/rig-faults.XXXXXX)
     # 16 MB calls are split wherever the GPUs are: on a host whose GPUs share NVLink braid would
     # otherwise split only from 128 MiB, and the run steps' faults would never fire.
-    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576
+    # A fixed PCIe share (the static balancer) so that braid's engine runs every call: a learned split
+    # may give it nothing on a host where NCCL is fast, and no run step would be reached. The
+    # BALANCE log says per call how it was split.
+    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576 \
+      BRAID_BALANCER static BRAID_STATIC_SHARE 0.5 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE
     run "$OUT/faults/braid_n${n}_${fault//[@#]/-}.log" 90 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --victim none \
       --bytes 16M --calls 30 --error-timeout 30 --abort-timeout 10 --abort-bound 3.0
     rm -rf "$d"

@@ -214,7 +214,8 @@ class SummarizeTest(unittest.TestCase):
         bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, done % 0 + done % 1))
         self.assertTrue(bad, lines)
         self.assertTrue(any("FAULT NOT REACHED" in l for l in lines), lines)
-        fired = "[1] BRAID WARN internal error: rank 1: failure injected at step 'd2h' (BRAID_FAULT)\n"
+        # As braid logs it: NCCL's log prefix, which puts the line among the log's WARN lines.
+        fired = "vm:7131:7131 [0] BRAID WARN internal error: rank 1: failure injected at step 'd2h' (BRAID_FAULT)\n"
         bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, fired + done % 0 + done % 1))
         self.assertFalse(bad, lines)
 

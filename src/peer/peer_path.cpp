@@ -213,6 +213,11 @@ Result open_exported(const MappingCache::Key& key, unsigned char** base) {
   std::memcpy(&h, key.data(), sizeof h);
   void* p = nullptr;
   const cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (e == cudaErrorAlreadyMapped) {
+    // Not yet a failure: the mapping cache closes the mappings that may cover it and tries again.
+    cudaGetLastError();
+    return fail_softly(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+  }
   if (e != cudaSuccess) return fail(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
   *base = static_cast<unsigned char*>(p);
   return Result::Success;
