@@ -125,6 +125,15 @@ class SummarizeTest(unittest.TestCase):
         self.assertIn("warn=2", lines[1])
         self.assertTrue(any("BRAID WARN engine.cpp:12 peer 1" in l for l in lines), lines)
 
+    def test_log_lines_right_after_a_rows_digits(self):
+        # As a rank logs mid-row: its line starts right after the root's "-1" and the #wrong's "0".
+        info = "vm:686:686 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 relayed ranges (epoch 1)\n"
+        text = (START + header() + preamble(4194304, 1048576, "float", "none", -1) + info + info + body(10) + info +
+                body(11, 3) + "\n" + footer())
+        bad, lines = self.check("braid_n2_alltoall.log", run_sh(CMD, text))
+        self.assertTrue(bad)
+        self.assertIn("rows=1 wrong=1 cut_short=0", lines[1])
+
     def test_timeout_inside_a_row(self):
         text = START + header() + table([(1024, "float", "sum", (0, 0))]) + preamble(268435456, 67108864, "float",
                                                                                   "sum", -1) + body(10)
