@@ -265,10 +265,11 @@ suite_faults() {
     # A fixed PCIe share (the static balancer) so that braid's engine runs every call: a learned split
     # may give it nothing on a host where NCCL is fast, and no run step would be reached. The
     # BALANCE log says per call how it was split.
-    # The engine reduces on the GPU where it can, after copying the peers' data in: only with
-    # host reductions does an all-reduce copy a result back (h2d).
+    # Where the engine reduces decides which steps an all-reduce takes: on the GPU (copy, reduce:
+    # its choice for 2 ranks here) or on the host (h2d of the result: its choice for 4).
     local placement=auto
     [[ $fault == h2d* ]] && placement=host
+    [[ $fault == copy* || $fault == reduce* ]] && placement=device
     launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576 \
       BRAID_BALANCER static BRAID_STATIC_SHARE 0.5 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE BRAID_REDUCE_PLACEMENT "$placement"
     run "$OUT/faults/braid_n${n}_${fault//[@#]/-}.log" 90 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --victim none \
