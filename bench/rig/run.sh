@@ -53,6 +53,12 @@
 #                  #wrong, hangs, WARN lines and the "routed exchange" INFO lines per log (alltoall,
 #                  gather and scatter must have some); then dying_rank
 #                  --collective alltoall (a rank leaves after 20 routed all-to-alls), plain and braid
+#   copy N         braid's NVLink copy-engine path on the rig (BRAID_NVLINK_PATH=copy,
+#                  BRAID_PEER_SAME_GPU=1, from 1 MB): all_reduce -d all -o all and all_gather -d all
+#                  with -c 1, each split call's path counted from its BALANCE line; cuMem buffers
+#                  (NCCL_CUMEM_ENABLE=1) that CUDA IPC cannot export, carried by braid's PCIe path
+#                  until the refusal applies; and hosttime's -C 1 comparison with the path on
+#                  (copy/hosttime/, which summarize.py compares like hosttime's)
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -256,7 +262,16 @@ suite_faults() {
     d=$(mktemp -d /tmp/rig-faults.XXXXXX)
     # 16 MB calls are split wherever the GPUs are: on a host whose GPUs share NVLink braid would
     # otherwise split only from 128 MiB, and the run steps' faults would never fire.
-    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576
+    # A fixed PCIe share (the static balancer) so that braid's engine runs every call: a learned split
+    # may give it nothing on a host where NCCL is fast, and no run step would be reached. The
+    # BALANCE log says per call how it was split.
+    # Where the engine reduces decides which steps an all-reduce takes: on the GPU (copy, reduce:
+    # its choice for 2 ranks here) or on the host (h2d of the result: its choice for 4).
+    local placement=auto
+    [[ $fault == h2d* ]] && placement=host
+    [[ $fault == copy* || $fault == reduce* ]] && placement=device
+    launch braid "$n" BRAID_FAULT "$fault" BRAID_TIMEOUT "${RIG_FAULT_TIMEOUT:-5}" BRAID_SPLIT_MIN_BYTES 1048576 \
+      BRAID_BALANCER static BRAID_STATIC_SHARE 0.5 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE BRAID_REDUCE_PLACEMENT "$placement"
     run "$OUT/faults/braid_n${n}_${fault//[@#]/-}.log" 90 "${L[@]}" "$rig/dying_rank" --id-file "$d/id" --victim none \
       --bytes 16M --calls 30 --error-timeout 30 --abort-timeout 10 --abort-bound 3.0
     rm -rf "$d"
@@ -399,6 +414,37 @@ suite_gpus() {
   cat "$OUT/busbw_table.txt" >> "$rig_summary"
 }
 
+# braid's NVLink copy-engine path on the rig (see the header): the ranks' buffers shared by CUDA
+# IPC on the one GPU, the per-call meeting on braid's progress thread.
+suite_copy() {
+  local n=$1 c how round
+  local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0)
+  # Exact: every type and operator where the copy engines carry all_reduce (1 MB and 64 MB), and
+  # all_gather's every type; each split call's BALANCE line names its NVLink path.
+  launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
+  run "$OUT/copy/braid_n${n}_all_reduce.log" 150 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 1 -w 0 -c 1 -T 40
+  run "$OUT/copy/braid_n${n}_all_gather.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
+  # Buffers CUDA IPC cannot export (nccl-tests' cuMem allocations): braid's PCIe path carries the
+  # refused shares until the refusal is applied (BRAID_SPLIT_SETTLE_LAG calls later), then NCCL.
+  launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_SPLIT_SETTLE_LAG 4 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
+  run "$OUT/copy/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 1 -T 40
+  # Host time per call (-C 1) with the copy engines' share: plain and braid alternating.
+  for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
+    for how in plain braid; do
+      launch "$how" "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS INIT
+      run "$OUT/copy/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
+        -n 30 -w 5 -c 0
+    done
+  done
+  for c in all_reduce all_gather; do
+    grep -h "nvlink (" "$OUT/copy/braid_n${n}_${c}.log" 2>/dev/null | sed -E 's/.*nvlink \(([^)]*)\).*/\1/' | sort | uniq -c |
+      sed "s|^|copy $n $c: split calls by NVLink path: |" | tee -a "$rig_summary"
+  done
+  grep -h "caller [0-9.]* us" "$OUT/copy/braid_n${n}_all_reduce.log" 2>/dev/null |
+    sed -E 's/.*caller ([0-9.]+) us.*/\1/' | sort -n | awk '{a[NR]=$1} END {if (NR) printf "copy %s all_reduce: caller time per split call, median %s us, max %s us (%d calls)\n", "'"$n"'", a[int((NR+1)/2)], a[NR], NR}' |
+    tee -a "$rig_summary"
+}
+
 # The routed exchange (see the header): each binary plain and through braid with routing on.
 # -w 0 -n 2: nccl-tests' warm-up walks every size in steps of 2; a row is 6 calls. The ranks log
 # at INFO so that every routed call leaves its line (a few hundred lines a log).
@@ -455,6 +501,7 @@ while ((i < ${#args[@]})); do
     compete) suite_compete "$n" ;;
     gpus) suite_gpus "$n" ;;
     route) suite_route "$n" ;;
+    copy) suite_copy "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -463,7 +510,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

@@ -23,7 +23,9 @@ import re
 import statistics
 import sys
 
-LOG_LINE = re.compile(r"\S+:\d+:\d+(?: \[\d+\])? (NCCL|BRAID) (WARN|INFO|TRACE|VERSION)\b")
+# The host name starts with a letter: a log line that interrupts an nccl-tests row follows its
+# digits directly ("-1vm:686:686 [0] BRAID INFO ...").
+LOG_LINE = re.compile(r"[A-Za-z][\w.-]*:\d+:\d+(?: \[\d+\])? (NCCL|BRAID) (WARN|INFO|TRACE|VERSION)\b")
 FAILURE = re.compile(r"Test (NCCL|CUDA) failure|: Test failure|Test timeout|BAD TERMINATION|"
                      r"Segmentation fault|Aborted|core dumped|terminate called|cannot be preloaded|"
                      r"error while loading shared libraries")
@@ -53,6 +55,26 @@ def normalise_warn(line):
     return line[m.start():].split(" ", 1)[1].strip() if m else line.strip()
 
 
+def program_lines(f):
+    """The log's lines with the program's own output made whole again: a rank's log line may
+    begin in the middle of a line the program was printing (nccl-tests prints a row's size before
+    it runs the calls, which log), so the program's part before it is joined with the text after
+    the log line(s). Log lines come out as lines of their own, before the row they interrupted."""
+    pending = ""
+    for raw in f:
+        line = raw.rstrip("\n")
+        m = LOG_LINE.search(line)
+        if m is None:
+            yield pending + line
+            pending = ""
+            continue
+        start = m.start()
+        pending += line[:start]
+        yield line[start:]
+    if pending:
+        yield pending
+
+
 class Log:
     def __init__(self, path):
         self.path = path
@@ -64,8 +86,7 @@ class Log:
         self.lines = []
         self.banners = 0
         with open(path, errors="replace") as f:
-            for raw in f:
-                line = raw.rstrip("\n")
+            for line in program_lines(f):
                 if line.startswith("# command: ") and not self.command:
                     self.command = line[len("# command: "):]
                 m = EXIT.match(line)
@@ -215,7 +236,8 @@ def summarise_dying(log, out):
     # A failure injected (BRAID_FAULT) at a step the run never reached proves nothing: braid says
     # "failure injected at step ..." where it fires.
     fault = re.search(r"BRAID_FAULT (\S+)", log.lines[0] if log.lines else "")
-    if fault and not any("failure injected" in line for line in log.lines):
+    # braid says it in a WARN line, which Log keeps apart from the program's own lines.
+    if fault and not any("failure injected" in line for line in log.lines + log.warns):
         out.append(f"  FAULT NOT REACHED: BRAID_FAULT {fault.group(1)} never fired (the step did not run)")
         bad = True
     out.append(("ranks" if no_victim else "survivors") + f" reporting={len(survivors)}" + (f" of {expected}" if expected is not None else "") +

@@ -125,6 +125,15 @@ class SummarizeTest(unittest.TestCase):
         self.assertIn("warn=2", lines[1])
         self.assertTrue(any("BRAID WARN engine.cpp:12 peer 1" in l for l in lines), lines)
 
+    def test_log_lines_right_after_a_rows_digits(self):
+        # As a rank logs mid-row: its line starts right after the root's "-1" and the #wrong's "0".
+        info = "vm:686:686 [0] BRAID INFO routed exchange: 4 flows, 4194304 bytes, 0 relayed ranges (epoch 1)\n"
+        text = (START + header() + preamble(4194304, 1048576, "float", "none", -1) + info + info + body(10) + info +
+                body(11, 3) + "\n" + footer())
+        bad, lines = self.check("braid_n2_alltoall.log", run_sh(CMD, text))
+        self.assertTrue(bad)
+        self.assertIn("rows=1 wrong=1 cut_short=0", lines[1])
+
     def test_timeout_inside_a_row(self):
         text = START + header() + table([(1024, "float", "sum", (0, 0))]) + preamble(268435456, 67108864, "float",
                                                                                   "sum", -1) + body(10)
@@ -214,7 +223,8 @@ class SummarizeTest(unittest.TestCase):
         bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, done % 0 + done % 1))
         self.assertTrue(bad, lines)
         self.assertTrue(any("FAULT NOT REACHED" in l for l in lines), lines)
-        fired = "[1] BRAID WARN internal error: rank 1: failure injected at step 'd2h' (BRAID_FAULT)\n"
+        # As braid logs it: NCCL's log prefix, which puts the line among the log's WARN lines.
+        fired = "vm:7131:7131 [0] BRAID WARN internal error: rank 1: failure injected at step 'd2h' (BRAID_FAULT)\n"
         bad, lines = self.check("braid_n2_d2h-1.log", run_sh(cmd, fired + done % 0 + done % 1))
         self.assertFalse(bad, lines)
 

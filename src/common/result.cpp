@@ -29,14 +29,31 @@ const char* last_error() { return g_last_error.c_str(); }
 
 void clear_last_error() { g_last_error.clear(); }
 
-Result fail(Result r, const char* fmt, ...) {
+namespace {
+
+Result record_failure(LogLevel level, Result r, const char* fmt, va_list ap) {
   char buf[1024];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  g_last_error = buf;
+  log_message(level, LogSubsys::All, nullptr, 0, "%s: %s", result_string(r), buf);
+  return r;
+}
+
+}  // namespace
+
+Result fail(Result r, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  record_failure(LogLevel::Warn, r, fmt, ap);
   va_end(ap);
-  g_last_error = buf;
-  log_message(LogLevel::Warn, LogSubsys::All, nullptr, 0, "%s: %s", result_string(r), buf);
+  return r;
+}
+
+Result fail_softly(Result r, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  record_failure(LogLevel::Info, r, fmt, ap);
+  va_end(ap);
   return r;
 }
 

@@ -27,6 +27,8 @@ void clear_last_error();
 // Records `text` as the last error and logs it as a WARN; returns `r` so callers can write
 // `return fail(Result::InvalidArgument, "count %zu too large", n);`.
 [[gnu::format(printf, 2, 3)]] Result fail(Result r, const char* fmt, ...);
+// The same, logged as INFO: a failure the caller may still recover from (it calls fail() if not).
+[[gnu::format(printf, 2, 3)]] Result fail_softly(Result r, const char* fmt, ...);
 
 }  // namespace braid
 

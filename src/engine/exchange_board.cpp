@@ -69,8 +69,9 @@ Result ExchangeBoard::open(const CommId& id, int rank, int nranks, size_t words_
   // afresh: that rank then waits alone at its first slot and abandons it.
   Result r = Result::SystemError;
   for (int tries = 0; tries < 3 && r != Result::Success; ++tries) {
-    r = SharedSegment::create(name, bytes, &b->segment_);
-    if (r != Result::Success) r = SharedSegment::open(name, bytes, 1.0, nullptr, &b->segment_);
+    bool exists = false;
+    r = SharedSegment::create(name, bytes, &b->segment_, &exists);
+    if (exists) r = SharedSegment::open(name, bytes, 1.0, nullptr, &b->segment_);
   }
   BRAID_TRY(r);
   auto* header = static_cast<BoardHeader*>(b->segment_.data());

@@ -59,9 +59,14 @@ SharedSegment::~SharedSegment() = default;
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept = default;
 SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept = default;
 
-Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out) {
+Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists) {
   std::lock_guard lock(registry_mutex());
+  if (exists != nullptr) *exists = false;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST && exists != nullptr) {
+    *exists = true;
+    return Result::SystemError;
+  }
   if (fd < 0)
     return fail(Result::SystemError, "shm_open(%s, O_CREAT|O_EXCL) failed: %s", name.c_str(),
                 strerror(errno));

@@ -24,8 +24,10 @@ class SharedSegment {
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
 
-  // Creates `name` (O_CREAT|O_EXCL, 0600) of `bytes` bytes, zero-filled, and maps it.
-  static Result create(const std::string& name, size_t bytes, SharedSegment* out);
+  // Creates `name` (O_CREAT|O_EXCL, 0600) of `bytes` bytes, zero-filled, and maps it. With
+  // `exists` given, a name that exists already is no failure to log: *exists says so (the caller
+  // opens it instead) and the result is SystemError.
+  static Result create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists = nullptr);
   // Opens an existing segment, retrying until it exists with `bytes` bytes or `timeout_s` passed.
   static Result open(const std::string& name, size_t bytes, double timeout_s,
                      const volatile uint64_t* abort_word, SharedSegment* out);

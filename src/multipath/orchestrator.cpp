@@ -57,6 +57,8 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   BRAID_TRY(o->cuda(cudaGetDevice(&previous), "cudaGetDevice"));
   BRAID_TRY(o->cuda(cudaSetDevice(o->device_), "cudaSetDevice"));
   Result r = o->cuda(cudaStreamCreateWithFlags(&o->pcie_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (r == Result::Success)
+    r = o->cuda(cudaStreamCreateWithFlags(&o->copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate (copy engines)");
   void* done = nullptr;
   if (r == Result::Success)
     r = o->cuda(cudaHostAlloc(&done, sizeof(std::atomic<uint64_t>), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -83,17 +85,14 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     std::unique_ptr<peer::PeerPath> peer;
     const Result made = peer::PeerPath::create(o->braid_, &peer);
     cudaSetDevice(previous);
-    if (made == Result::Success) {
-      o->nvlink_paths_.push_back(std::make_unique<PeerSharePath>(std::move(peer)));
-      o->copy_engines_ = o->nvlink_paths_.back().get();
-    }
+    if (made == Result::Success) o->copy_engines_ = std::make_unique<PeerSharePath>(std::move(peer));
     if (made != Result::Success && nvlink_path == "copy")
       BRAID_WARN(Init, "multipath: BRAID_NVLINK_PATH=copy, but %s; NCCL carries the NVLink share", last_error());
     else if (made != Result::Success)
       BRAID_INFO(Init, "multipath: no copy-engine NVLink path (%s); NCCL carries the NVLink share", last_error());
   }
 
-  o->nvlink_paths_.push_back(std::make_unique<NcclSharePath>(comm, nccl, o->rank_, o->nranks_, copy_based));
+  o->nccl_path_ = std::make_unique<NcclSharePath>(comm, nccl, o->rank_, o->nranks_, copy_based);
   o->pcie_path_ = std::make_unique<PcieSharePath>(o->braid_);
 
   std::unique_ptr<balance::Balancer> balancer;
@@ -165,14 +164,17 @@ Orchestrator::~Orchestrator() {
       balance::save_tuning_cache(ledger_->table(), settings().tuning_cache);
   }
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
+  if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_), cudaStreamDestroy(copy_stream_);
   // Before braid's communicator, which the paths use.
-  nvlink_paths_.clear();
+  copy_engines_.reset();
+  nccl_path_.reset();
   pcie_path_.reset();
   for (const CallEvents& e : all_events_) {
     cudaEventDestroy(e.fork);
     cudaEventDestroy(e.fork_untimed);
     cudaEventDestroy(e.nccl_end);
     cudaEventDestroy(e.pcie_end);
+    cudaEventDestroy(e.joined);
   }
   if (done_ != nullptr) cudaFreeHost(done_);
   if (braid_ != nullptr) braidCommDestroy(braid_);
@@ -208,32 +210,12 @@ static ShareCall share_of(const SplitCall& call) {
 }
 
 bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
-  return copy_engines_ != nullptr && copy_engines_->carries(share_of(call));
+  return copy_engines_ != nullptr && !copy_engines_off_ && copy_engines_->carries(share_of(call));
 }
 
 void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
 
 void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
-
-Result Orchestrator::nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream,
-                                  const SharePath** carrier) {
-  for (const auto& path : nvlink_paths_) {
-    if (!path->carries(share)) continue;
-    bool carried = false;
-    BRAID_TRY(path->enqueue(share, range, stream, &carried));
-    if (carried) {
-      *carrier = path.get();
-      return Result::Success;
-    }
-    if (path.get() == copy_engines_ && !peer_refused_logged_) {
-      peer_refused_logged_ = true;
-      BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared through CUDA IPC; "
-                 "NCCL carries the NVLink share of such calls");
-    }
-  }
-  return fail(Result::InternalError, "multipath: no NVLink path carries %s",
-              std::string(collective_name(share.call.collective)).c_str());
-}
 
 // ---- the calling thread ----
 
@@ -281,6 +263,7 @@ Result Orchestrator::make_events(size_t count, std::vector<CallEvents>* out) {
       r = cuda(cudaEventCreateWithFlags(&e.fork_untimed, cudaEventDisableTiming), "cudaEventCreate");
     if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
     if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
+    if (r == Result::Success) r = cuda(cudaEventCreateWithFlags(&e.joined, cudaEventDisableTiming), "cudaEventCreate");
     {
       std::lock_guard lock(events_mutex_);
       all_events_.push_back(e);  // destroyed with the orchestrator, made or not
@@ -317,6 +300,12 @@ Result Orchestrator::apply_settled(uint64_t call, bool beyond_lag) {
 void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& seconds, double next_share) {
   SplitRecord& r = static_cast<Job&>(job).record;
   r.next_pcie_share = next_share;
+  if (r.copy_refused && !copy_engines_off_) {
+    copy_engines_off_ = true;
+    BRAID_INFO(Balance, "multipath: call %llu: a rank's buffer is null or cannot be shared through CUDA IPC; braid's "
+               "PCIe path carried its NVLink share, and from here NCCL carries them",
+               static_cast<unsigned long long>(r.call));
+  }
   if (!seconds.empty()) {
     // A timed call: the slowest rank's time of each path.
     r.timed = true;
@@ -329,7 +318,7 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f, caller %.1f us",
              std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
-             r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
+             r.copy_refused ? "refused: pcie" : r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
              r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
   trace(r);
   if (keep_history_) history_.push_back(r);
@@ -369,11 +358,15 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // would wait for it. A call NCCL alone carried is settled at once, by the calling thread: its
   // record meets no other rank (only calls with a PCIe share exchange times), so the progress
   // thread is not woken for it.
-  if (!job->pcie()) {
-    // Nothing for PCIe: the NVLink path alone on the caller's stream, no fork and no events.
-    const SharePath* carrier = nullptr;
-    const Result r = nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &carrier);
-    job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
+  // braid's copy engines take the NVLink share where they carry the call; their per-call meeting
+  // with the peers is the progress thread's, like braid's PCIe share.
+  job->nvlink_on_lane = nccl_elements > 0 && rides_copy_engines(call);
+  job->record.nvlink_copy = job->copy_engines();
+  if (!job->runs_on_lane()) {
+    // NCCL alone on the caller's stream: no fork and no events.
+    bool carried = false;
+    Result r = nccl_path_->enqueue(share_of(call), ShareRange{0, call.count}, stream, &carried);
+    if (r == Result::Success && !carried) r = fail(Result::InternalError, "multipath: NCCL refused its share");
     job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
     return r;
@@ -381,28 +374,30 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (Result r = resolve_op(call, job.get()); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
   if (Result r = take_events(&job->events); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
   const CallEvents e = job->events;
-  // The fork (braid's share waits for it) and NCCL's share right after it on the caller's stream:
-  // both shares run at once, and the calling thread queues as little as it can.
+  // The fork (braid's shares wait for it) and NCCL's share right after it on the caller's stream:
+  // all shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
-  const SharePath* carrier = nullptr;
-  if (r == Result::Success && nccl_elements > 0) r = nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &carrier);
-  if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
+  if (r == Result::Success && nccl_elements > 0 && !job->copy_engines()) {
+    bool carried = false;
+    r = nccl_path_->enqueue(job->share, ShareRange{0, nccl_elements}, stream, &carried);
+    if (r == Result::Success && !carried) r = fail(Result::InternalError, "multipath: NCCL refused its share");
+    if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
+  }
   if (r != Result::Success) {
     give_back_events(e);
     lane_->settle_at_once(std::move(job));
     return r;
   }
-  job->record.nvlink_copy = carrier != nullptr && carrier == copy_engines_;
   job->record.caller_seconds = caller_seconds();
   if (!lane_->async()) {
-    // BRAID_ASYNC=0: this thread runs braid's share itself and the join is by events.
+    // BRAID_ASYNC=0: this thread runs braid's shares itself and the join is by events.
     lane_->submit(std::move(job));
     if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
-    return cuda(cudaStreamWaitEvent(stream, e.pcie_end, 0), "cudaStreamWaitEvent (join)");
+    return cuda(cudaStreamWaitEvent(stream, e.joined, 0), "cudaStreamWaitEvent (join)");
   }
   lane_->submit(std::move(job));
   BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
-  // The join: braid's share by the completion word its progress raises (NCCL's is on the stream).
+  // The join: braid's shares by the completion word its progress raises (NCCL's is on the stream).
   const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
                                                         CU_STREAM_WAIT_VALUE_GEQ);
   if (w != CUDA_SUCCESS)
@@ -420,7 +415,7 @@ void Orchestrator::on_thread_start() { cudaSetDevice(device_); }
 
 void Orchestrator::after(LaneJob& lane_job) {
   const Job& job = static_cast<const Job&>(lane_job);
-  if (job.pcie()) give_back_events(job.events);
+  if (job.runs_on_lane()) give_back_events(job.events);
   refill_events();
 }
 
@@ -437,19 +432,41 @@ void Orchestrator::release_waiters() {
 
 Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) {
   Job& job = static_cast<Job&>(lane_job);
-  BRAID_TRACE(Balance, "multipath: job %llu (%s) starts", static_cast<unsigned long long>(job.record.call),
-              !job.pcie() ? "NVLink path alone" : job.timed() ? "both paths, timed" : "both paths");
-  if (!job.pcie()) return Result::Success;
-  BRAID_TRY(pcie_share(job));
-  BRAID_TRACE(Balance, "multipath: job %llu: braid's share queued to its end; settling", static_cast<unsigned long long>(job.record.call));
+  BRAID_TRACE(Balance, "multipath: job %llu (%s%s) starts", static_cast<unsigned long long>(job.record.call),
+              job.copy_engines() ? "copy engines" : "nccl", job.pcie() ? (job.timed() ? " and pcie, timed" : " and pcie") : "");
+  if (!job.runs_on_lane()) return Result::Success;
+  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  // The copy engines first: their share only queues once the peers met, and then runs beside the
+  // PCIe share, which this thread drives to its end.
+  if (job.copy_engines()) BRAID_TRY(copy_share(job));
+  if (job.pcie() || job.record.copy_refused) BRAID_TRY(pcie_share(job));
+  BRAID_TRY(release(job));
+  BRAID_TRACE(Balance, "multipath: job %llu: braid's shares queued to their end; settling", static_cast<unsigned long long>(job.record.call));
+  // A refused share ran on another path than the split meant: its times would mislead the table.
+  if (job.record.copy_refused) return Result::Success;
   return settle(job, seconds);
 }
 
-// PCIe's share: the elements after NVLink's of every block, through braid's engine on the private
-// stream, which first waits for the caller's stream to reach the call (the fork).
+Result Orchestrator::copy_share(Job& job) {
+  BRAID_TRY(cuda(cudaStreamWaitEvent(copy_stream_, job.fork(), 0), "cudaStreamWaitEvent (fork)"));
+  bool carried = false;
+  const Result r = copy_engines_->enqueue(job.share, ShareRange{0, job.record.nccl_elements}, copy_stream_, &carried);
+  cudaSetDevice(device_);
+  BRAID_TRY(r);
+  if (!carried) {
+    // Every rank learned it in the same meeting: all of them hand the range to PCIe.
+    job.record.copy_refused = true;
+    job.record.nvlink_copy = false;
+    return Result::Success;
+  }
+  return cuda(cudaEventRecord(job.events.nccl_end, copy_stream_), "cudaEventRecord (copy engines' end)");
+}
+
+// PCIe's share: the elements after NVLink's of every block (from the first where the copy engines
+// refused theirs), through braid's engine on the private stream, which first waits for the
+// caller's stream to reach the call (the fork).
 Result Orchestrator::pcie_share(Job& job) {
   const SplitCall& call = job.record.what;
-  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.fork(), 0), "cudaStreamWaitEvent (fork)"));
   if (job.device_scalar != nullptr) {
     // NCCL reads a device scalar while the collective runs; braid once the work before it is done.
@@ -460,13 +477,21 @@ Result Orchestrator::pcie_share(Job& job) {
     BRAID_TRY(cuda(cudaStreamSynchronize(pcie_stream_), "cudaStreamSynchronize (the PreMulSum scalar)"));
     job.share.scalar = reduce::OpScalar::from_bytes(type, bytes);
   }
+  ShareRange range{job.record.nccl_elements, job.record.pcie_elements};
+  if (job.record.copy_refused) range = ShareRange{0, job.record.nccl_elements + job.record.pcie_elements};
   bool carried = false;
-  const Result r = pcie_path_->enqueue(job.share, ShareRange{job.record.nccl_elements, job.record.pcie_elements},
-                                       pcie_stream_, &carried);
+  const Result r = pcie_path_->enqueue(job.share, range, pcie_stream_, &carried);
   cudaSetDevice(device_);
   BRAID_TRY(r);
   if (!carried) return fail(Result::InternalError, "multipath: braid's PCIe path refused its share");
-  BRAID_TRY(cuda(cudaEventRecord(job.events.pcie_end, pcie_stream_), "cudaEventRecord"));
+  return cuda(cudaEventRecord(job.events.pcie_end, pcie_stream_), "cudaEventRecord");
+}
+
+Result Orchestrator::release(Job& job) {
+  // One stream writes every call's word, in call order: the word never goes down.
+  if (job.copy_engines() && !job.record.copy_refused)
+    BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.nccl_end, 0), "cudaStreamWaitEvent (copy engines)"));
+  BRAID_TRY(cuda(cudaEventRecord(job.events.joined, pcie_stream_), "cudaEventRecord (joined)"));
   const CUresult w = cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_,
                                                          job.record.call, 0);
   if (w != CUDA_SUCCESS)

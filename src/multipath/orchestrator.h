@@ -1,13 +1,15 @@
 // The multipath orchestrator of one NCCL communicator (HyLink's Multipath Orchestrator, FlexLink's
 // split): each large collective is cut at an element offset every rank agrees on; the head goes
-// to NCCL (NVLink) on the caller's stream, the tail to braid's PCIe engine on a stream of its own
-// forked from the caller's with an event; each path is timed from that event.
+// over NVLink (NCCL on the caller's stream, or braid's copy engines), the tail to braid's PCIe
+// engine; braid's shares run on streams of their own forked from the caller's with an event; each
+// path is timed from that event.
 //
-// Asynchronous like NCCL: the calling thread queues NCCL's share and hands braid's PCIe share to
-// the communicator's progress thread, which drives braid's engine (copies, host reductions) and
-// then releases the caller's stream through a word in pinned host memory the stream waits on
-// (a stream memory operation). The calling thread never waits for the GPU or for other ranks,
-// except when it runs more than BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread.
+// Asynchronous like NCCL: the calling thread queues NCCL's share and hands braid's shares to the
+// communicator's progress thread, which meets the peers for the copy engines' share and queues it,
+// drives braid's engine (copies, host reductions), and then releases the caller's stream through a
+// word in pinned host memory the stream waits on (a stream memory operation). The calling thread
+// never waits for the GPU or for other ranks, except when it runs more than
+// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread.
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged by the progress threads through the engine's control segment,
@@ -61,6 +63,9 @@ struct SplitRecord {
   // This rank's calling thread inside the call (its host time): what braid made the application
   // wait, the NVLink path's per-call meeting with its peers included.
   double caller_seconds = 0;
+  // Some rank's buffer could not be shared with its peers: braid's PCIe path carried the NVLink
+  // share too, and from the call that applies this one NCCL carries such shares.
+  bool copy_refused = false;
 };
 
 // The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
@@ -111,6 +116,7 @@ class Orchestrator : private LaneSteps {
   struct CallEvents {
     cudaEvent_t fork = nullptr, nccl_end = nullptr, pcie_end = nullptr;
     cudaEvent_t fork_untimed = nullptr;  // the fork of a call that is not timed (a cheaper record)
+    cudaEvent_t joined = nullptr;        // braid's shares done (BRAID_ASYNC=0 joins the caller by it)
   };
   // One split call, as the progress thread gets it: the operator is resolved at call time (the
   // application may destroy a PreMulSum operator as soon as the call returns).
@@ -118,16 +124,15 @@ class Orchestrator : private LaneSteps {
     SplitRecord record;
     CallEvents events;
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
+    bool copy_engines() const { return nvlink_on_lane; }    // and the copy engines' NVLink share
     bool timed() const { return ledger.timed; }             // and both paths are timed
     cudaEvent_t fork() const { return timed() ? events.fork : events.fork_untimed; }
     ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
   };
   Orchestrator() = default;
-  // The NVLink share `range` on the first NVLink path that carries it (braid's copy engines where
-  // BRAID_NVLINK_PATH gives them this call, else NCCL); *carrier names it.
-  Result nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, const SharePath** carrier);
-  // Whether braid's own NVLink path (src/peer) carries this call's NVLink share.
+  // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
+  // call applied so far found a buffer it could not share (the same answer on every rank).
   bool rides_copy_engines(const SplitCall& call) const;
   Result resolve_op(const SplitCall& call, Job* job) const;
   Result take_events(CallEvents* out);
@@ -142,7 +147,14 @@ class Orchestrator : private LaneSteps {
   void release_waiters() override;  // raises the completion word past every call
   void after(LaneJob& job) override;
   void abort_transfers() override;
+  // The copy engines' NVLink share on copy_stream_ (the meeting with the peers included); a buffer
+  // some rank cannot share marks the job copy_refused, on every rank alike.
+  Result copy_share(Job& job);
+  // PCIe's share: its own range, or with the NVLink share's too where the copy engines refused it.
   Result pcie_share(Job& job);
+  // The caller's stream goes on once braid's shares are done: the completion word raised to the
+  // call on pcie_stream_ (after the copy engines' end), and `joined` recorded.
+  Result release(Job& job);
   // Every rank's per-path times of a timed call (none for the others).
   Result settle(const Job& job, std::vector<double>* seconds);
 
@@ -160,12 +172,15 @@ class Orchestrator : private LaneSteps {
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t pcie_stream_ = nullptr;
-  // The paths, behind one interface: NVLink's in the order they are offered a share (braid's copy
-  // engines first where BRAID_NVLINK_PATH made them, NCCL last, which carries anything), and PCIe's.
-  std::vector<std::unique_ptr<SharePath>> nvlink_paths_;
-  const SharePath* copy_engines_ = nullptr;  // among nvlink_paths_, when made
+  cudaStream_t copy_stream_ = nullptr;  // the copy engines' share, queued by the progress thread
+  // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
+  // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
+  std::unique_ptr<SharePath> copy_engines_;
+  std::unique_ptr<SharePath> nccl_path_;
   std::unique_ptr<SharePath> pcie_path_;
-  bool peer_refused_logged_ = false;
+  // The calling thread's, set when a call the copy engines refused is applied (in call order, so
+  // at the same call on every rank): NCCL carries the NVLink shares from then on.
+  bool copy_engines_off_ = false;
   // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;

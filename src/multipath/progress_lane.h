@@ -1,5 +1,6 @@
 // The progress thread of one communicator's split calls, without CUDA (docs/MULTIPATH.md,
-// "The progress lane"): the calling thread hands each call's host-driven share to the lane and
+// "The progress lane"): the calling thread hands each call's host-driven shares (braid's PCIe
+// share, and the copy engines' NVLink share, which meets the peers per call) to the lane and
 // returns; the lane's thread runs the shares one by one in call order (through LaneSteps, which
 // hold everything device-specific), collects every rank's times, and keeps the settled calls until
 // the calling thread applies them to the split ledger, in call order, with the ledger's lag.
@@ -31,8 +32,11 @@ namespace braid::multipath {
 struct LaneJob {
   virtual ~LaneJob() = default;
   LedgerCall ledger;  // the call's number, its shares, whether it is timed
+  // Its NVLink share is one the lane's thread queues too (braid's copy engines: their per-call
+  // meeting with the peers must not hold the calling thread).
+  bool nvlink_on_lane = false;
   // Whether the call has a share the lane's thread runs (otherwise it is settled at once).
-  bool runs_on_lane() const { return ledger.pcie_elements > 0; }
+  bool runs_on_lane() const { return ledger.pcie_elements > 0 || nvlink_on_lane; }
 };
 
 // The device- and path-specific steps the lane takes.

@@ -74,10 +74,11 @@ Result open_exported(const MappingCache::Key& record, unsigned char** base) {
   std::memcpy(&handle, cuda_ipc_handle(record).data(), sizeof handle);
   void* p = nullptr;
   const cudaError_t e = cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return fail(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
-  }
+  if (e != cudaSuccess) cudaGetLastError();
+  // Not yet a failure: the mapping cache closes the mappings that may cover it and tries again.
+  if (e == cudaErrorAlreadyMapped)
+    return fail_softly(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
+  if (e != cudaSuccess) return fail(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
   *base = static_cast<unsigned char*>(p);
   return Result::Success;
 }

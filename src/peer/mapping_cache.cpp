@@ -23,12 +23,37 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
                  mappings_.size());
     }
     unsigned char* opened = nullptr;
-    BRAID_TRY(hooks_.open(key, &opened));
+    Result r = hooks_.open(key, &opened);
+    // CUDA refuses to map an allocation again while a mapping held here still covers its memory:
+    // a peer freed a buffer (or grew its scratch) and made a new one there. What this call has not
+    // used is closed, after the drain, and the open is tried once more. A peer that is gone or
+    // does not answer (a cuMem exporter's fd broker) is not asked twice: closing cannot help.
+    if (r != Result::Success && r != Result::RemoteError && close_unused_before(call) > 0)
+      r = hooks_.open(key, &opened);
+    if (r != Result::Success) return fail(r, "a peer's buffer cannot be mapped: %s", last_error());
     it = mappings_.emplace(key, Mapping{opened, 0}).first;
   }
   it->second.last_call = call;
   *base = it->second.base;
   return Result::Success;
+}
+
+size_t MappingCache::close_unused_before(uint64_t call) {
+  bool any = false;
+  for (const auto& [key, mapping] : mappings_) any = any || mapping.last_call < call;
+  if (!any || hooks_.drain() != Result::Success) return 0;
+  size_t closed = 0;
+  for (auto m = mappings_.begin(); m != mappings_.end();) {
+    if (m->second.last_call >= call) {
+      ++m;
+      continue;
+    }
+    hooks_.close(m->first, m->second.base);
+    m = mappings_.erase(m);
+    ++closed;
+  }
+  BRAID_INFO(Alloc, "peer mappings: an open failed; closed the %zu not used by this call and tried again", closed);
+  return closed;
 }
 
 void MappingCache::close_all() {

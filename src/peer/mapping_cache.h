@@ -35,6 +35,8 @@ class MappingCache {
   // The base of `key`'s mapping for call `call` (calls are numbered upwards), opened if needed.
   Result get(const Key& key, uint64_t call, unsigned char** base);
   void close_all();
+  // Closes, after the drain, every mapping call `call` has not used; returns how many.
+  size_t close_unused_before(uint64_t call);
   size_t size() const { return mappings_.size(); }
 
  private:

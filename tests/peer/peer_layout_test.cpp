@@ -125,5 +125,40 @@ TEST(PeerMappingCache, AFailedOpenCachesNothing) {
   EXPECT_EQ(ipc.opens, 1u);
 }
 
+// A peer that freed a buffer and made a new one at the same memory: CUDA refuses the new handle
+// while the old mapping is open. The open is tried again once the mappings this call has not used
+// are closed (after the drain); those this call uses stay.
+TEST(PeerMappingCache, AFailedOpenIsRetriedAfterClosingWhatThisCallDoesNotUse) {
+  FakeIpc ipc;
+  MappingCache cache(8, ipc.hooks());
+  unsigned char *old_scratch = nullptr, *this_call = nullptr, *fresh = nullptr;
+  ASSERT_EQ(cache.get(key(1), 1, &old_scratch), Result::Success);
+  ASSERT_EQ(cache.get(key(2), 2, &this_call), Result::Success);
+  ipc.fail_next_open = Result::UnhandledCudaError;
+  ASSERT_EQ(cache.get(key(3), 2, &fresh), Result::Success);
+  EXPECT_EQ(ipc.closed, (std::multiset<unsigned char*>{old_scratch}));
+  EXPECT_EQ(ipc.drains, 1u);
+  EXPECT_EQ(cache.size(), 2u);
+  // A second failure in a row is the call's: nothing more to close, so it fails.
+  ipc.fail_next_open = Result::UnhandledCudaError;
+  unsigned char* more = nullptr;
+  EXPECT_EQ(cache.get(key(4), 2, &more), Result::UnhandledCudaError);
+  EXPECT_EQ(ipc.closed.size(), 1u);
+}
+
+// A peer that is gone or does not answer (RemoteError) is not asked again: closing mappings here
+// cannot bring it back, and asking twice would double the wait on a stopped one.
+TEST(PeerMappingCache, AnOpenFailedByTheRemoteIsNotRetried) {
+  FakeIpc ipc;
+  MappingCache cache(8, ipc.hooks());
+  unsigned char *old_buffer = nullptr, *fresh = nullptr;
+  ASSERT_EQ(cache.get(key(1), 1, &old_buffer), Result::Success);
+  ipc.fail_next_open = Result::RemoteError;
+  EXPECT_EQ(cache.get(key(2), 2, &fresh), Result::RemoteError);
+  EXPECT_TRUE(ipc.closed.empty());
+  EXPECT_EQ(ipc.drains, 0u);
+  EXPECT_EQ(ipc.opens, 1u);
+}
+
 }  // namespace
 }  // namespace braid::peer
