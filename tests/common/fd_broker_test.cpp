@@ -186,6 +186,10 @@ TEST(FdBroker, ABrokerThatNeverAnswersIsAnErrorWithinTheBound) {
   ServingChild child = ServingChild::start();
   ASSERT_TRUE(child.address.valid());
   ASSERT_EQ(kill(child.pid, SIGSTOP), 0);
+  // The stop takes effect some time after kill() returns: wait until the child has stopped.
+  int status = 0;
+  ASSERT_EQ(waitpid(child.pid, &status, WUNTRACED), child.pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
   const auto start = std::chrono::steady_clock::now();
   int fd = -1;
   EXPECT_EQ(fetch_fd(child.address, kPublished, 300, &fd), Result::RemoteError);

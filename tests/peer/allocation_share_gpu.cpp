@@ -75,9 +75,12 @@ void run_exporter_and_importer(const std::function<int(int)>& exporter, const st
                     [&] {
                       close(link[0]);
                       return importer(link[1]);
-                    }});
-  close(link[0]);
-  close(link[1]);
+                    }},
+                   [&] {
+                     // Only the two processes hold the link: an importer sees its exporter exit.
+                     close(link[0]);
+                     close(link[1]);
+                   });
 }
 
 // The importer's half of a round trip: maps the buffer, checks the exporter's bytes, writes its

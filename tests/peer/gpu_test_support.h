@@ -31,7 +31,8 @@ namespace braid::peer {
 
 // Each role in a fork()ed process of its own with GPU 0's primary context current (cuMemCreate
 // needs one), bounded by an alarm so that a hang fails the test; every one must exit 0.
-inline void run_in_processes(const std::vector<std::function<int()>>& roles) {
+// `forked` runs in the parent once all are started (to close its copies of what joins them).
+inline void run_in_processes(const std::vector<std::function<int()>>& roles, const std::function<void()>& forked = {}) {
   std::vector<pid_t> pids;
   for (const auto& role : roles) {
     const pid_t pid = fork();
@@ -43,6 +44,7 @@ inline void run_in_processes(const std::vector<std::function<int()>>& roles) {
     }
     pids.push_back(pid);
   }
+  if (forked) forked();
   for (size_t i = 0; i < pids.size(); ++i) {
     int status = -1;
     ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -62,35 +63,45 @@ struct Buffers {
   }
 };
 
-int fill_send(const Buffers& b, int rank) {
+// On the collective's own stream: the path's streams do not wait for the legacy default stream
+// (cudaStreamNonBlocking), and a peer reads this rank's input once this stream raised `ready`.
+int fill_send(const Buffers& b, int rank, cudaStream_t stream) {
   std::vector<float> mine(kCount);
   for (size_t i = 0; i < kCount; ++i) mine[i] = value(rank, i);
-  CHECK(cudaMemcpy(b.send, mine.data(), kCount * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
-  CHECK(cudaMemset(b.recv, 0, kRanks * kCount * sizeof(float)) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(b.send, mine.data(), kCount * sizeof(float), cudaMemcpyHostToDevice, stream) == cudaSuccess);
+  CHECK(cudaMemsetAsync(b.recv, 0, kRanks * kCount * sizeof(float), stream) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
+  return 0;
+}
+
+// The first element that differs, said where.
+int first_difference(const std::vector<float>& got, const std::vector<float>& expected) {
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (got[i] != expected[i]) {
+      std::fprintf(stderr, "element %zu of %zu: %g, expected %g\n", i, expected.size(), got[i], expected[i]);
+      return 1;
+    }
   return 0;
 }
 
 // One collective through the path on buffers of one kind; the path must carry it (every rank's
 // buffers shared), and the result must be exact.
 int run_and_check(PeerPath& path, Collective c, const Buffers& b, int rank, cudaStream_t stream) {
-  CHECK(fill_send(b, rank) == 0);
+  CHECK(fill_send(b, rank, stream) == 0);
   bool carried = false;
   CHECK(path.run(c, b.send, b.recv, kCount, DataType::Float32, RedOp::Sum, kCount, stream, &carried) ==
         Result::Success);
   CHECK(carried);
   CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
   const size_t blocks = c == Collective::AllGather ? kRanks : 1;
-  std::vector<float> got(blocks * kCount);
+  std::vector<float> got(blocks * kCount), expected(blocks * kCount, 0.0f);
   CHECK(cudaMemcpy(got.data(), b.recv, got.size() * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
-  for (size_t i = 0; i < kCount; ++i) {
-    if (c == Collective::AllGather) {
-      for (int q = 0; q < kRanks; ++q) CHECK(got[q * kCount + i] == value(q, i));
-    } else {
-      float sum = 0;
-      for (int q = 0; q < kRanks; ++q) sum += value(q, i);
-      CHECK(got[i] == sum);
+  for (size_t i = 0; i < kCount; ++i)
+    for (int q = 0; q < kRanks; ++q) {
+      if (c == Collective::AllGather) expected[q * kCount + i] = value(q, i);
+      else expected[i] += value(q, i);
     }
-  }
+  CHECK(first_difference(got, expected) == 0);
   return 0;
 }
 
