@@ -53,7 +53,8 @@
 #                  #wrong, hangs, WARN lines and the "routed exchange" INFO lines per log (alltoall,
 #                  gather and scatter must have some); then dying_rank
 #                  --collective alltoall (a rank leaves after 20 routed all-to-alls), plain and braid
-#   copy N         braid's NVLink copy-engine path on the rig (BRAID_NVLINK_PATH=copy,
+#   copy N         braid's NVLink copy-engine path on the rig, or on a GPU per rank where the
+#                  machine has N (BRAID_NVLINK_PATH=copy,
 #                  BRAID_PEER_SAME_GPU=1, from 1 MB): all_reduce -d all -o all and all_gather -d all
 #                  with -c 1, each split call's path counted from its BALANCE line; cuMem buffers
 #                  (NCCL_CUMEM_ENABLE=1) that CUDA IPC cannot export, carried by braid's PCIe path
@@ -417,8 +418,12 @@ suite_gpus() {
 # braid's NVLink copy-engine path on the rig (see the header): the ranks' buffers shared by CUDA
 # IPC on the one GPU, the per-call meeting on braid's progress thread.
 suite_copy() {
-  local n=$1 c how round
+  local n=$1 c how round have
   local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0)
+  # With a GPU per rank here, the ranks run on real GPUs (no rig wrapper): the path between GPUs.
+  local -a saved_wrap=("${rank_wrap[@]}")
+  have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if ((have >= n)); then rank_wrap=(); say "copy $n: one GPU per rank ($have GPUs here)"; fi
   # Exact: every type and operator where the copy engines carry all_reduce (1 MB and 64 MB), and
   # all_gather's every type; each split call's BALANCE line names its NVLink path.
   launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
@@ -443,6 +448,7 @@ suite_copy() {
   grep -h "caller [0-9.]* us" "$OUT/copy/braid_n${n}_all_reduce.log" 2>/dev/null |
     sed -E 's/.*caller ([0-9.]+) us.*/\1/' | sort -n | awk '{a[NR]=$1} END {if (NR) printf "copy %s all_reduce: caller time per split call, median %s us, max %s us (%d calls)\n", "'"$n"'", a[int((NR+1)/2)], a[NR], NR}' |
     tee -a "$rig_summary"
+  rank_wrap=("${saved_wrap[@]}")
 }
 
 # The routed exchange (see the header): each binary plain and through braid with routing on.

@@ -15,7 +15,8 @@
 // `read_done` before the share ends, so the caller may reuse its buffers afterwards (for
 // AllReduce `read_done` also means "done writing the peers' outputs"). The host
 // never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
-// (CUDA IPC handles or cuMem allocation records where the peer is another process).
+// (CUDA IPC handles or cuMem allocation records where the peer is another process), which the
+// orchestrator runs on its progress thread.
 #pragma once
 
 #include <cuda_runtime.h>
