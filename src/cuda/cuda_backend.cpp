@@ -110,10 +110,8 @@ Result CudaBackend::check(cudaError_t e, const char* what) {
 
 Result CudaBackend::check_driver(int e, const char* what) {
   if (e == CUDA_SUCCESS) return Result::Success;
-  const char* text = nullptr;
-  if (driver().get_error_string != nullptr) driver().get_error_string(static_cast<CUresult>(e), &text);
   const Result r = fail(Result::UnhandledCudaError, "%s failed on GPU %d: %s", what, device_,
-                        text != nullptr ? text : "unknown driver error");
+                        driver_error_string(static_cast<CUresult>(e)));
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_ == Result::Success) {
     error_ = r;

@@ -22,13 +22,21 @@ void fetch(const char* symbol, Fn* out) {
 const DriverCalls& driver() {
   static const DriverCalls calls = [] {
     DriverCalls c;
-    fetch("cuDeviceGetAttribute", &c.device_get_attribute);
-    fetch("cuGetErrorString", &c.get_error_string);
-    fetch("cuStreamWriteValue64", &c.stream_write_value64);
-    fetch("cuStreamWaitValue64", &c.stream_wait_value64);
+    // #symbol is the name as written (cuMemGetAddressRange), which the entry-point lookup wants;
+    // cuda.h's versioned macros (cuMemGetAddressRange_v2) apply to the member's type only.
+#define BRAID_FETCH_DRIVER_CALL(symbol, member) fetch(#symbol, &c.member);
+    BRAID_STREAM_DRIVER_CALLS(BRAID_FETCH_DRIVER_CALL)
+    BRAID_CUMEM_DRIVER_CALLS(BRAID_FETCH_DRIVER_CALL)
+#undef BRAID_FETCH_DRIVER_CALL
     return c;
   }();
   return calls;
+}
+
+const char* driver_error_string(CUresult e) {
+  const char* text = nullptr;
+  if (driver().get_error_string != nullptr) driver().get_error_string(e, &text);
+  return text != nullptr ? text : "unknown driver error";
 }
 
 }  // namespace braid::cuda

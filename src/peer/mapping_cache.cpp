@@ -15,7 +15,7 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
           ++m;
           continue;
         }
-        hooks_.close(m->second.base);
+        hooks_.close(m->first, m->second.base);
         m = mappings_.erase(m);
         ++closed;
       }
@@ -26,8 +26,10 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
     Result r = hooks_.open(key, &opened);
     // CUDA refuses to map an allocation again while a mapping held here still covers its memory:
     // a peer freed a buffer (or grew its scratch) and made a new one there. What this call has not
-    // used is closed, after the drain, and the open is tried once more.
-    if (r != Result::Success && close_unused_before(call) > 0) r = hooks_.open(key, &opened);
+    // used is closed, after the drain, and the open is tried once more. A peer that is gone or
+    // does not answer (a cuMem exporter's fd broker) is not asked twice: closing cannot help.
+    if (r != Result::Success && r != Result::RemoteError && close_unused_before(call) > 0)
+      r = hooks_.open(key, &opened);
     if (r != Result::Success) return fail(r, "a peer's buffer cannot be mapped: %s", last_error());
     it = mappings_.emplace(key, Mapping{opened, 0}).first;
   }
@@ -46,7 +48,7 @@ size_t MappingCache::close_unused_before(uint64_t call) {
       ++m;
       continue;
     }
-    hooks_.close(m->second.base);
+    hooks_.close(m->first, m->second.base);
     m = mappings_.erase(m);
     ++closed;
   }
@@ -55,7 +57,7 @@ size_t MappingCache::close_unused_before(uint64_t call) {
 }
 
 void MappingCache::close_all() {
-  for (auto& [key, mapping] : mappings_) hooks_.close(mapping.base);
+  for (auto& [key, mapping] : mappings_) hooks_.close(key, mapping.base);
   mappings_.clear();
 }
 

@@ -1,6 +1,7 @@
-// The peers' buffers a rank has mapped (CUDA IPC handles opened), kept across calls because opening
-// a handle costs far more than a call. A handle names one allocation, so a cached mapping is never
-// stale; but a mapping keeps the peer's freed allocation alive, so the cache is bounded: past its
+// The peers' buffers a rank has mapped (CUDA IPC handles opened, cuMem allocations imported), kept
+// across calls because opening one costs far more than a call. A key (allocation_record.h) names
+// one allocation, so a cached mapping is never stale; but a mapping keeps the peer's freed
+// allocation alive, so the cache is bounded: past its
 // capacity, mappings the latest two calls did not use are closed, after `drain` (closing one under
 // a copy or kernel still in flight would fault it). CUDA-free: the opening, closing and draining
 // are the caller's, so the policy is tested on CPU (tests/peer).
@@ -13,15 +14,16 @@
 #include <map>
 
 #include "common/result.h"
+#include "peer/allocation_record.h"
 
 namespace braid::peer {
 
 class MappingCache {
  public:
-  using Key = std::array<uint64_t, 8>;  // an exported allocation's handle, as exchanged
+  using Key = AllocationRecord;  // an exported allocation, as exchanged
   struct Hooks {
     std::function<Result(const Key&, unsigned char**)> open;
-    std::function<void(unsigned char*)> close;
+    std::function<void(const Key&, unsigned char*)> close;  // the key says how it was opened
     std::function<Result()> drain;  // the work queued so far that may read a mapping has finished
   };
 

@@ -7,10 +7,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/fd_broker.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "cuda/peer_reduce.h"
 #include "engine/control.h"
+#include "peer/allocation_share.h"
+#include "peer/cumem_share.h"
 
 namespace braid::peer {
 
@@ -18,39 +21,41 @@ namespace {
 
 // Words of one rank's buffer record in the per-call exchange: for the send and the receive
 // buffer, the pointer (for peers in this process), its offset in the exported allocation and the
-// allocation's IPC handle (for the others); and whether they could be exported.
-constexpr int kHandleWords = 8;
+// allocation's record (for the others: allocation_record.h); and whether they could be exported.
 struct BufferWords {
-  int pointer, offset, handle;
+  int pointer, offset, allocation;
 };
-constexpr BufferWords kSendWords{0, 1, 2}, kRecvWords{2 + kHandleWords, 3 + kHandleWords, 4 + kHandleWords};
-constexpr int kUnshareable = kRecvWords.handle + kHandleWords, kBufferWords = kUnshareable + 1;
-static_assert(sizeof(cudaIpcMemHandle_t) == kHandleWords * sizeof(uint64_t));
-static_assert(kSendWords.handle + kHandleWords <= kRecvWords.pointer);
+constexpr BufferWords kSendWords{0, 1, 2};
+constexpr BufferWords kRecvWords{2 + kAllocationWords, 3 + kAllocationWords, 4 + kAllocationWords};
+constexpr int kUnshareable = kRecvWords.allocation + kAllocationWords, kBufferWords = kUnshareable + 1;
+static_assert(kSendWords.allocation + kAllocationWords <= kRecvWords.pointer);
 static_assert(kBufferWords <= engine::kExchangeSlots);
 static_assert(kPeerReadDone < engine::kPathSignals);
 
-// The allocation that holds `p` (IPC exports whole allocations), through the runtime's driver
-// entry point so that no binary links libcuda.
-Result allocation_base(const void* p, const unsigned char** base) {
-  using Fn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-  static Fn fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return static_cast<Fn>(nullptr);
-    }
-    return reinterpret_cast<Fn>(f);
-  }();
-  if (fn == nullptr) return fail(Result::UnhandledCudaError, "the CUDA driver lacks cuMemGetAddressRange");
-  CUdeviceptr b = 0;
-  size_t size = 0;
-  if (fn(&b, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    return fail(Result::InvalidArgument, "buffer %p is not device memory CUDA knows", p);
-  *base = reinterpret_cast<const unsigned char*>(b);
+// Whether cuMem allocations can pass between the processes of `comm` (Peers::fd_passing): each
+// rank with a peer in another process starts this process's fd broker and pings every such
+// peer's. A peer in another network or pid namespace fails the ping, and cuMem buffers then go
+// to NCCL as before, on every rank alike. Collective.
+Result agree_on_fd_passing(braidComm* comm, const std::vector<bool>& same_process, const std::vector<uint64_t>& pids,
+                           bool* out) {
+  const int n = comm->nranks;
+  bool any_other_process = false;
+  for (int q = 0; q < n; ++q) any_other_process = any_other_process || !same_process[q];
+  FdBroker* broker = nullptr;
+  const bool serving = any_other_process && process_fd_broker(&broker) == Result::Success;
+  const uint64_t nonce[1] = {serving ? broker->address().nonce : 0};
+  std::vector<uint64_t> nonces;
+  BRAID_TRY(comm->engine->exchange(nonce, &nonces));
+  bool reached = !any_other_process || serving;
+  for (int q = 0; q < n && reached; ++q)
+    if (!same_process[q]) reached = ping_fd_broker({pids[q], nonces[q]}, fd_broker_wait_ms()) == Result::Success;
+  const uint64_t flag[1] = {reached ? 1u : 0u};
+  std::vector<uint64_t> flags;
+  BRAID_TRY(comm->engine->exchange(flag, &flags));
+  *out = std::all_of(flags.begin(), flags.end(), [](uint64_t f) { return f != 0; });
+  if (any_other_process && !*out)
+    BRAID_INFO(Init, "rank %d: cuMem buffers cannot pass between this communicator's processes (a rank's fd broker "
+               "was not reached); their NVLink shares go to NCCL", comm->rank);
   return Result::Success;
 }
 
@@ -75,6 +80,7 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
   BRAID_TRY(find_peers(comm, &peers));
   p->same_process_ = peers.same_process;
   p->any_ipc_ = peers.any_ipc;
+  p->fd_passing_ = peers.fd_passing;
   const uint64_t reachable = peers.reachable ? 1 : 0;
   const std::vector<int>& peer_device = peers.device;
   std::vector<uint64_t> all;
@@ -96,10 +102,11 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
       kMaxMappings,
       MappingCache::Hooks{
           [self](const MappingCache::Key& key, unsigned char** base) { return self->open_mapping(key, base); },
-          [](unsigned char* base) { cudaIpcCloseMemHandle(base); },
+          close_exported,
           [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
   BRAID_INFO(Init, "rank %d/%d on GPU %d: NVLink copy-engine path to every peer (%s)", p->rank_, p->nranks_,
-             p->device_, p->any_ipc_ ? "CUDA IPC" : "one process");
+             p->device_,
+             !p->any_ipc_ ? "one process" : p->fd_passing_ ? "CUDA IPC, cuMem by fd" : "CUDA IPC; cuMem buffers go to NCCL");
   *out = std::move(p);
   return Result::Success;
 }
@@ -140,7 +147,9 @@ Result find_peers(braidComm* comm, Peers* out) {
     }
     out->device[q] = dev;
   }
-  return Result::Success;
+  std::vector<uint64_t> pids(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) pids[q] = all[4 * q + 3];
+  return agree_on_fd_passing(comm, out->same_process, pids, &out->fd_passing);
 }
 
 Result PeerPath::make_resources(const std::vector<int>& peer_device) {
@@ -182,7 +191,7 @@ PeerPath::~PeerPath() {
 
 Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned char** out) {
   MappingCache::Key key;
-  std::copy(words, words + kHandleWords, key.begin());
+  std::copy(words, words + kAllocationWords, key.begin());
   unsigned char* base = nullptr;
   BRAID_TRY(opened_->get(key, seq_ + 1, &base));  // for the call about to be queued
   *out = base + offset;
@@ -195,35 +204,8 @@ Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base
   return Result::Success;
 }
 
-bool export_buffer(const void* buffer, uint64_t handle[kHandleWords], uint64_t* offset) {
-  const unsigned char* base = nullptr;
-  cudaIpcMemHandle_t h;
-  if (buffer == nullptr || allocation_base(buffer, &base) != Result::Success ||
-      cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  *offset = static_cast<uint64_t>(static_cast<const unsigned char*>(buffer) - base);
-  std::memcpy(handle, &h, sizeof h);
-  return true;
-}
-
-Result open_exported(const MappingCache::Key& key, unsigned char** base) {
-  cudaIpcMemHandle_t h;
-  std::memcpy(&h, key.data(), sizeof h);
-  void* p = nullptr;
-  const cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-  if (e == cudaErrorAlreadyMapped) {
-    // Not yet a failure: the mapping cache closes the mappings that may cover it and tries again.
-    cudaGetLastError();
-    return fail_softly(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
-  }
-  if (e != cudaSuccess) return fail(Result::UnhandledCudaError, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(e));
-  *base = static_cast<unsigned char*>(p);
-  return Result::Success;
-}
-
-Result PeerPath::share_buffers(const void* send, const void* recv, bool with_recv, bool* all_shareable) {
+Result PeerPath::share_buffers(const void* send, const void* recv, size_t bytes, bool with_recv,
+                               bool* all_shareable) {
   uint64_t mine[kBufferWords] = {};
   // A null buffer is bad input: NCCL, which then moves the share on every rank, reports it as it
   // does without braid.
@@ -231,7 +213,7 @@ Result PeerPath::share_buffers(const void* send, const void* recv, bool with_rec
   auto publish = [&](const void* p, BufferWords w) {
     mine[w.pointer] = reinterpret_cast<uint64_t>(p);
     if (!any_ipc_ || mine[kUnshareable] != 0) return;
-    if (!export_buffer(p, &mine[w.handle], &mine[w.offset])) mine[kUnshareable] = 1;
+    if (!export_buffer(p, bytes, fd_passing_, &mine[w.allocation], &mine[w.offset])) mine[kUnshareable] = 1;
   };
   publish(send, kSendWords);
   if (with_recv) publish(recv, kRecvWords);
@@ -245,7 +227,7 @@ Result PeerPath::share_buffers(const void* send, const void* recv, bool with_rec
       *out = reinterpret_cast<unsigned char*>(theirs[w.pointer]);
       return Result::Success;
     }
-    return open_handle(&theirs[w.handle], theirs[w.offset], out);
+    return open_handle(&theirs[w.allocation], theirs[w.offset], out);
   };
   for (int q = 0; q < nranks_; ++q) {
     const uint64_t* theirs = &all[static_cast<size_t>(q) * kBufferWords];
@@ -267,7 +249,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
   bool shareable = false;
-  Result r = share_buffers(send, recv, c == Collective::AllReduce, &shareable);
+  Result r = share_buffers(send, recv, elements * datatype_size(type), c == Collective::AllReduce, &shareable);
   if (r == Result::Success && !shareable) return Result::Success;
   *carried = true;
   // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so

@@ -15,8 +15,8 @@
 // `read_done` before the share ends, so the caller may reuse its buffers afterwards (for
 // AllReduce `read_done` also means "done writing the peers' outputs"). The host
 // never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
-// (CUDA IPC handles where the peer is another process), which the orchestrator runs on its
-// progress thread.
+// (CUDA IPC handles or cuMem allocation records where the peer is another process), which the
+// orchestrator runs on its progress thread.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,20 +41,17 @@ namespace braid::peer {
 // Which ranks this rank reaches by peer copies, collectively over `comm`: per rank its device here
 // (-1: itself or none) and whether it lives in this process. *reachable is false when some peer's
 // GPU is not visible or not peer-accessible; a peer on this very GPU in another process counts
-// only with BRAID_PEER_SAME_GPU (CUDA IPC on one device, the one-GPU rig).
+// only with BRAID_PEER_SAME_GPU (CUDA IPC on one device, the one-GPU rig). fd_passing is true, on
+// every rank, when each rank with a peer in another process runs an fd broker that each such peer
+// reached: cuMem allocations can then be shared (allocation_share.h).
 struct Peers {
   std::vector<int> device;
   std::vector<bool> same_process;
   bool any_ipc = false;
   bool reachable = true;
+  bool fd_passing = false;
 };
 Result find_peers(braidComm* comm, Peers* out);
-
-// A buffer as peers in other processes open it (cudaIpcOpenMemHandle): its allocation's IPC handle
-// and its offset there. False when CUDA cannot export it (not device memory, or not exportable).
-bool export_buffer(const void* buffer, uint64_t handle[8], uint64_t* offset);
-// Opens a peer's exported allocation (the cache's open hook) for this process.
-Result open_exported(const MappingCache::Key& handle, unsigned char** base);
 
 class PeerPath {
  public:
@@ -77,8 +74,8 @@ class PeerPath {
   // for the peers' reads of this rank's buffers (and, for AllReduce, their writes into its
   // output). All ranks call it at the same point with the same arguments but the buffers.
   // *carried is false, on every rank, when some rank's buffer cannot be shared with its peers
-  // (memory CUDA IPC cannot export, or null): nothing was queued, and the caller moves the share
-  // another way.
+  // (memory neither CUDA IPC nor a cuMem fd can export, or null): nothing was queued, and the
+  // caller moves the share another way.
   Result run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, size_t elements,
              cudaStream_t stream, bool* carried);
 
@@ -92,9 +89,10 @@ class PeerPath {
   Result cuda(cudaError_t e, const char* what) const;
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
-  // Publishes this rank's send buffer (and receive buffer, when `with_recv`) and maps every
-  // peer's; false in *all_shareable when a rank's buffer cannot be exported (or is null).
-  Result share_buffers(const void* send, const void* recv, bool with_recv, bool* all_shareable);
+  // Publishes the first `bytes` of this rank's send buffer (and receive buffer, when `with_recv`)
+  // and maps every peer's; false in *all_shareable when a rank's buffer cannot be exported (or
+  // is null).
+  Result share_buffers(const void* send, const void* recv, size_t bytes, bool with_recv, bool* all_shareable);
   Result open_handle(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
@@ -118,6 +116,7 @@ class PeerPath {
   int rank_ = 0, nranks_ = 1, device_ = 0;
   std::vector<bool> same_process_;  // per rank: its buffers are addressed directly
   bool any_ipc_ = false;
+  bool fd_passing_ = false;  // cuMem buffers can be shared (Peers::fd_passing)
   uint64_t seq_ = 0;
   std::vector<Shared> shared_;  // per rank, for the current call
   cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
@@ -128,7 +127,7 @@ class PeerPath {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   cudaEvent_t pulled_[2] = {}, reduced_[2] = {};
-  // The peers' allocations opened from their IPC handles.
+  // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;
 };

@@ -8,6 +8,7 @@
 #include "cuda/device_scope.h"
 #include "engine/control.h"
 #include "engine/routed_exchange.h"
+#include "peer/allocation_share.h"
 #include "peer/peer_layout.h"
 #include "peer/peer_path.h"
 #include "route/grouped_exchange.h"
@@ -20,10 +21,10 @@ namespace {
 static_assert(kRoutedForwarded < engine::kPathSignals);
 
 // Words of one rank's record in a handle exchange: the buffer's pointer (peers in this process),
-// its offset in the exported allocation, the allocation's IPC handle, and whether it could be
-// exported.
-constexpr int kHandleWords = 8;
-constexpr int kPointerWord = 0, kOffsetWord = 1, kHandleWord = 2, kUnshareableWord = kHandleWord + kHandleWords;
+// its offset in the exported allocation, the allocation's record (allocation_record.h), and
+// whether it could be exported.
+constexpr int kPointerWord = 0, kOffsetWord = 1, kAllocationWord = 2;
+constexpr int kUnshareableWord = kAllocationWord + kAllocationWords;
 constexpr int kRecordWords = kUnshareableWord + 1;
 static_assert(kRecordWords <= engine::kExchangeSlots);
 
@@ -148,6 +149,7 @@ Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::uniq
   for (int q = 0; q < p->nranks_; ++q)
     if (all[q] == 0) return fail(Result::InvalidUsage, "routed exchange: rank %d could not set it up (its log says why)", q);
   p->same_process_ = peers.same_process;
+  p->fd_passing_ = peers.fd_passing;
   p->scratch_known_.assign(p->nranks_, 0);
   p->peer_scratch_.assign(p->nranks_, nullptr);
   p->peer_recv_.assign(p->nranks_, nullptr);
@@ -155,7 +157,7 @@ Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::uniq
   p->opened_ = std::make_unique<MappingCache>(
       kMaxMappings,
       MappingCache::Hooks{[](const MappingCache::Key& key, unsigned char** base) { return open_exported(key, base); },
-                          [](unsigned char* base) { cudaIpcCloseMemHandle(base); },
+                          close_exported,
                           [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
   BRAID_INFO(Init,
              "routed exchange: rank %d/%d on GPU %d routes all-to-alls, gathers and scatters from %lld bytes per "
@@ -184,7 +186,7 @@ Result RoutedPath::map_peer(int q, const uint64_t* words, unsigned char** out) {
     return Result::Success;
   }
   MappingCache::Key key;
-  std::copy(words + kHandleWord, words + kHandleWord + kHandleWords, key.begin());
+  std::copy(words + kAllocationWord, words + kAllocationWord + kAllocationWords, key.begin());
   unsigned char* base = nullptr;
   BRAID_TRY(opened_->get(key, epoch_ + 1, &base));
   *out = base + words[kOffsetWord];
@@ -201,7 +203,8 @@ Result RoutedPath::share_receive_buffers(const route::ExchangeLayout& layout, co
   const bool receives = layout.recv_bytes(rank_) > 0;
   if (receives) mine[kPointerWord] = reinterpret_cast<uint64_t>(recv);
   if (!route::packed_buffers_usable(layout, rank_, send, recv) ||
-      (receives && !export_buffer(recv, &mine[kHandleWord], &mine[kOffsetWord])))
+      (receives &&
+       !export_buffer(recv, layout.recv_bytes(rank_), fd_passing_, &mine[kAllocationWord], &mine[kOffsetWord])))
     mine[kUnshareableWord] = 1;
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
@@ -237,7 +240,7 @@ Result RoutedPath::share_flow_buffers(const route::RankFlows& flows, bool* all_s
           const auto* b = static_cast<const unsigned char*>(send.data);
           overlap = overlap || (send.bytes > 0 && f.bytes > 0 && b < r + f.bytes && r < b + send.bytes);
         }
-      if (f.bytes > 0 && (f.data == nullptr || overlap || !export_buffer(f.data, &w[kHandleWord], &w[kOffsetWord])))
+      if (f.bytes > 0 && (f.data == nullptr || overlap || !export_buffer(f.data, f.bytes, fd_passing_, &w[kAllocationWord], &w[kOffsetWord])))
         unshareable = true;
       mine.insert(mine.end(), w, w + kFlowWords);
     }
@@ -297,7 +300,7 @@ Result RoutedPath::ensure_scratch(const std::vector<size_t>& bytes) {
     if (r == Result::Success) scratch_bytes_ = want;
   }
   mine[kPointerWord] = reinterpret_cast<uint64_t>(scratch_);
-  if (r != Result::Success || (scratch_ != nullptr && !export_buffer(scratch_, &mine[kHandleWord], &mine[kOffsetWord])))
+  if (r != Result::Success || (scratch_ != nullptr && !export_buffer(scratch_, scratch_bytes_, fd_passing_, &mine[kAllocationWord], &mine[kOffsetWord])))
     mine[kUnshareableWord] = 1;
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));

@@ -1,8 +1,8 @@
 // NIMBLE's routed exchange behind the NCCL API (BRAID_ROUTE_EXCHANGES, docs/ROUTING.md): an
 // ncclAlltoAll, ncclGather or ncclScatter routed over the topology's direct and 2-hop relay paths
 // (route/router.h), cut into byte ranges (route/exchange_plan.h) and run by engine::run_exchange
-// as copy-engine peer copies into the peers' receive buffers and relays' scratch (CUDA IPC where
-// the peer is another process).
+// as copy-engine peer copies into the peers' receive buffers and relays' scratch (CUDA IPC, or a
+// cuMem allocation's fd, where the peer is another process: allocation_share.h).
 //
 // Stream-ordered and asynchronous: the copies go on two streams of this path forked from the
 // caller's stream and joined back to it by events; ordering between GPUs travels through three
@@ -104,6 +104,7 @@ class RoutedPath {
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   std::vector<bool> same_process_;
+  bool fd_passing_ = false;  // cuMem buffers can be shared (Peers::fd_passing)
   route::Router router_;
   route::Routing routing_;
   uint64_t epoch_ = 0;

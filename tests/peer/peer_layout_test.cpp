@@ -62,7 +62,7 @@ struct FakeIpc {
               *base = &memory[next++];
               return Result::Success;
             },
-            [this](unsigned char* base) { closed.insert(base); },
+            [this](const MappingCache::Key&, unsigned char* base) { closed.insert(base); },
             [this] {
               ++drains;
               return Result::Success;
@@ -70,7 +70,7 @@ struct FakeIpc {
   }
 };
 
-MappingCache::Key key(uint64_t k) { return {k, 0, 0, 0, 0, 0, 0, 0}; }
+MappingCache::Key key(uint64_t k) { return {static_cast<uint64_t>(AllocationKind::CudaIpc), k}; }
 
 TEST(PeerMappingCache, OpensEachHandleOnceAndReusesIt) {
   FakeIpc ipc;
@@ -144,6 +144,20 @@ TEST(PeerMappingCache, AFailedOpenIsRetriedAfterClosingWhatThisCallDoesNotUse) {
   unsigned char* more = nullptr;
   EXPECT_EQ(cache.get(key(4), 2, &more), Result::UnhandledCudaError);
   EXPECT_EQ(ipc.closed.size(), 1u);
+}
+
+// A peer that is gone or does not answer (RemoteError) is not asked again: closing mappings here
+// cannot bring it back, and asking twice would double the wait on a stopped one.
+TEST(PeerMappingCache, AnOpenFailedByTheRemoteIsNotRetried) {
+  FakeIpc ipc;
+  MappingCache cache(8, ipc.hooks());
+  unsigned char *old_buffer = nullptr, *fresh = nullptr;
+  ASSERT_EQ(cache.get(key(1), 1, &old_buffer), Result::Success);
+  ipc.fail_next_open = Result::RemoteError;
+  EXPECT_EQ(cache.get(key(2), 2, &fresh), Result::RemoteError);
+  EXPECT_TRUE(ipc.closed.empty());
+  EXPECT_EQ(ipc.drains, 0u);
+  EXPECT_EQ(ipc.opens, 1u);
 }
 
 }  // namespace
