@@ -429,8 +429,8 @@ suite_copy() {
   launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
   run "$OUT/copy/braid_n${n}_all_reduce.log" 150 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 1 -w 0 -c 1 -T 40
   run "$OUT/copy/braid_n${n}_all_gather.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
-  # Buffers CUDA IPC cannot export (nccl-tests' cuMem allocations): braid's PCIe path carries the
-  # refused shares until the refusal is applied (BRAID_SPLIT_SETTLE_LAG calls later), then NCCL.
+  # nccl-tests' cuMem allocations, which CUDA IPC cannot export: shared by their fds (each new
+  # allocation mapped before its first call), or, where they cannot be, NCCL carries the share.
   launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_SPLIT_SETTLE_LAG 4 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
   run "$OUT/copy/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 1 -T 40
   # Host time per call (-C 1) with the copy engines' share: plain and braid alternating.

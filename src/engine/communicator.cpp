@@ -623,10 +623,10 @@ Result Communicator::exchange(std::span<const uint64_t> mine, std::vector<uint64
     return fail(Result::InternalError, "exchange of %zu values (at most %d)", mine.size(), kExchangeSlots);
   int dead_rank = -1;
   WaitContext ctx = wait_context(&dead_rank);
-  // A meeting per call (braid's NVLink path on the progress thread, the routed exchange on the
-  // caller's): the waiter leaves within microseconds of the last arrival instead of a sleep's
-  // 50 us or more, for up to device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "The meeting is
-  // the progress thread's").
+  // A meeting per call (braid's NVLink path, the routed exchange): the waiter leaves within
+  // microseconds of the last arrival instead of a sleep's 50 us or more, for up to
+  // device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "Where the meeting runs"). One thread
+  // at a time per communicator: the sequence below is not shared between threads.
   ctx.yield_window_ns = device::kMeetingYieldNs;
   RankRecord* records = rank_records(control_.data());
   const uint64_t seq = ++exchanges_;

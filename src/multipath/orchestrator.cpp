@@ -318,7 +318,7 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f, caller %.1f us",
              std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
-             r.copy_refused ? "refused: pcie" : r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
+             r.copy_refused ? "refused: pcie" : r.copy_deferred ? "deferred: pcie" : r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
              r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
   trace(r);
   if (keep_history_) history_.push_back(r);
@@ -339,6 +339,10 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
+  // A peer's new buffer (or more scratch) the copy engines deferred a call for: mapped here, once
+  // braid's progress has run every call so far (nothing then waits for it). Only when a call
+  // brought a new allocation: in steady state an application reuses its buffers.
+  if (copy_engines_ != nullptr && copy_engines_->path().needs_preparing()) BRAID_TRY(prepare_copy_engines());
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
   BRAID_TRY(apply_settled(ledger_->must_apply_through()));
@@ -358,15 +362,16 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // would wait for it. A call NCCL alone carried is settled at once, by the calling thread: its
   // record meets no other rank (only calls with a PCIe share exchange times), so the progress
   // thread is not woken for it.
-  // braid's copy engines take the NVLink share where they carry the call; their per-call meeting
-  // with the peers is the progress thread's, like braid's PCIe share.
-  job->nvlink_on_lane = nccl_elements > 0 && rides_copy_engines(call);
-  job->record.nvlink_copy = job->copy_engines();
+  // braid's copy engines take the NVLink share where they carry the call. Their per-call meeting
+  // with the peers is the calling thread's, or with BRAID_NVLINK_ON_LANE the progress thread's,
+  // like braid's PCIe share.
+  const bool copy = nccl_elements > 0 && rides_copy_engines(call);
+  job->nvlink_on_lane = copy && settings().nvlink_on_lane;
+  job->record.nvlink_copy = copy;
+  if (job->copy_engines()) copy_engines_->publish(share_of(call), ShareRange{0, nccl_elements}, &job->publication);
   if (!job->runs_on_lane()) {
-    // NCCL alone on the caller's stream: no fork and no events.
-    bool carried = false;
-    Result r = nccl_path_->enqueue(share_of(call), ShareRange{0, call.count}, stream, &carried);
-    if (r == Result::Success && !carried) r = fail(Result::InternalError, "multipath: NCCL refused its share");
+    // The NVLink share alone on the caller's stream: no fork and no events.
+    const Result r = caller_nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &job->record);
     job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
     return r;
@@ -378,9 +383,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   // all shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
   if (r == Result::Success && nccl_elements > 0 && !job->copy_engines()) {
-    bool carried = false;
-    r = nccl_path_->enqueue(job->share, ShareRange{0, nccl_elements}, stream, &carried);
-    if (r == Result::Success && !carried) r = fail(Result::InternalError, "multipath: NCCL refused its share");
+    r = caller_nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &job->record);
     if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   }
   if (r != Result::Success) {
@@ -439,23 +442,69 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
   // The copy engines first: their share only queues once the peers met, and then runs beside the
   // PCIe share, which this thread drives to its end.
   if (job.copy_engines()) BRAID_TRY(copy_share(job));
-  if (job.pcie() || job.record.copy_refused) BRAID_TRY(pcie_share(job));
+  if (job.pcie() || job.copy_moved()) BRAID_TRY(pcie_share(job));
   BRAID_TRY(release(job));
   BRAID_TRACE(Balance, "multipath: job %llu: braid's shares queued to their end; settling", static_cast<unsigned long long>(job.record.call));
-  // A refused share ran on another path than the split meant: its times would mislead the table.
-  if (job.record.copy_refused) return Result::Success;
+  // A refused or deferred share ran on another path than the split meant: its times would mislead
+  // the table.
+  if (job.copy_moved()) return Result::Success;
   return settle(job, seconds);
+}
+
+Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream,
+                                         SplitRecord* record) {
+  if (record->nvlink_copy) {
+    // The copy engines' meeting uses braid's engine exchange, which the progress thread's PCIe
+    // shares and timing exchanges use too: one thread at a time, or the ranks' exchanges pair up
+    // wrong ("mismatched collectives" on the rig with cuMem buffers). So it waits for braid's
+    // progress to finish what it was handed (nothing, unless calls with a PCIe share are in flight).
+    BRAID_TRY(lane_->wait_idle());
+    peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
+    peer::PeerPath::Publication mine;
+    copy_engines_->publish(share, range, &mine);
+    BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
+    if (outcome == peer::PeerPath::Outcome::Deferred) {
+      // On this thread nothing waits for braid's progress to queue this call: map now, meet again.
+      BRAID_TRY(copy_engines_->path().prepare());
+      cudaSetDevice(device_);
+      BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
+    }
+    cudaSetDevice(device_);
+    if (outcome == peer::PeerPath::Outcome::Carried) return Result::Success;
+    // Every rank learned it in the same meeting: NCCL carries this share on every rank.
+    record->nvlink_copy = false;
+    if (!copy_refused_logged_) {
+      copy_refused_logged_ = true;
+      BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared with its peers; NCCL "
+                 "carries the NVLink share of such calls");
+    }
+  }
+  bool carried = false;
+  BRAID_TRY(nccl_path_->enqueue(share, range, stream, &carried));
+  if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
+  return Result::Success;
+}
+
+Result Orchestrator::prepare_copy_engines() {
+  const auto began = std::chrono::steady_clock::now();
+  BRAID_TRY(lane_->wait_idle());
+  const Result r = copy_engines_->path().prepare();
+  cudaSetDevice(device_);
+  BRAID_INFO(Balance, "multipath: the calling thread waited %.1f us for braid's progress and mapped peers' buffers",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() * 1e6);
+  return r;
 }
 
 Result Orchestrator::copy_share(Job& job) {
   BRAID_TRY(cuda(cudaStreamWaitEvent(copy_stream_, job.fork(), 0), "cudaStreamWaitEvent (fork)"));
-  bool carried = false;
-  const Result r = copy_engines_->enqueue(job.share, ShareRange{0, job.record.nccl_elements}, copy_stream_, &carried);
+  peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
+  const Result r =
+      copy_engines_->run(job.share, ShareRange{0, job.record.nccl_elements}, job.publication, copy_stream_, &outcome);
   cudaSetDevice(device_);
   BRAID_TRY(r);
-  if (!carried) {
+  if (outcome != peer::PeerPath::Outcome::Carried) {
     // Every rank learned it in the same meeting: all of them hand the range to PCIe.
-    job.record.copy_refused = true;
+    (outcome == peer::PeerPath::Outcome::Deferred ? job.record.copy_deferred : job.record.copy_refused) = true;
     job.record.nvlink_copy = false;
     return Result::Success;
   }
@@ -478,7 +527,7 @@ Result Orchestrator::pcie_share(Job& job) {
     job.share.scalar = reduce::OpScalar::from_bytes(type, bytes);
   }
   ShareRange range{job.record.nccl_elements, job.record.pcie_elements};
-  if (job.record.copy_refused) range = ShareRange{0, job.record.nccl_elements + job.record.pcie_elements};
+  if (job.copy_moved()) range = ShareRange{0, job.record.nccl_elements + job.record.pcie_elements};
   bool carried = false;
   const Result r = pcie_path_->enqueue(job.share, range, pcie_stream_, &carried);
   cudaSetDevice(device_);
@@ -489,7 +538,7 @@ Result Orchestrator::pcie_share(Job& job) {
 
 Result Orchestrator::release(Job& job) {
   // One stream writes every call's word, in call order: the word never goes down.
-  if (job.copy_engines() && !job.record.copy_refused)
+  if (job.copy_engines() && !job.copy_moved())
     BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.nccl_end, 0), "cudaStreamWaitEvent (copy engines)"));
   BRAID_TRY(cuda(cudaEventRecord(job.events.joined, pcie_stream_), "cudaEventRecord (joined)"));
   const CUresult w = cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_,

@@ -4,12 +4,15 @@
 // engine; braid's shares run on streams of their own forked from the caller's with an event; each
 // path is timed from that event.
 //
-// Asynchronous like NCCL: the calling thread queues NCCL's share and hands braid's shares to the
-// communicator's progress thread, which meets the peers for the copy engines' share and queues it,
-// drives braid's engine (copies, host reductions), and then releases the caller's stream through a
-// word in pinned host memory the stream waits on (a stream memory operation). The calling thread
-// never waits for the GPU or for other ranks, except when it runs more than
-// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread.
+// Asynchronous like NCCL: the calling thread queues the NVLink share (NCCL's, or braid's copy
+// engines', whose per-call meeting with the peers is the calling thread's unless
+// BRAID_NVLINK_ON_LANE hands it on too) and hands braid's PCIe share to the communicator's
+// progress thread, which drives braid's engine (copies, host reductions) and then releases the
+// caller's stream through a word in pinned host memory the stream waits on (a stream memory
+// operation). The calling thread does not wait for the GPU, except when it runs more than
+// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread, or when the copy engines' meeting
+// must wait for calls with a PCIe share still in flight (the engine's exchange is one thread's at
+// a time); it waits for other ranks in that meeting.
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged by the progress threads through the engine's control segment,
@@ -34,6 +37,7 @@
 #include "common/result.h"
 #include "api/nccl_calls.h"
 #include "multipath/progress_lane.h"
+#include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
 #include "multipath/split_call.h"
 #include "multipath/split_ledger.h"
@@ -66,6 +70,9 @@ struct SplitRecord {
   // Some rank's buffer could not be shared with its peers: braid's PCIe path carried the NVLink
   // share too, and from the call that applies this one NCCL carries such shares.
   bool copy_refused = false;
+  // Some rank had first to map a peer's new buffer (or grow its scratch), which its calling
+  // thread does before its next split call: braid's PCIe path carried the NVLink share this time.
+  bool copy_deferred = false;
 };
 
 // The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
@@ -125,10 +132,13 @@ class Orchestrator : private LaneSteps {
     CallEvents events;
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
     bool copy_engines() const { return nvlink_on_lane; }    // and the copy engines' NVLink share
+    // The copy engines did not carry their share (refused or deferred): PCIe carried it.
+    bool copy_moved() const { return record.copy_refused || record.copy_deferred; }
     bool timed() const { return ledger.timed; }             // and both paths are timed
     cudaEvent_t fork() const { return timed() ? events.fork : events.fork_untimed; }
     ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
+    peer::PeerPath::Publication publication;  // this rank's buffers as the copy engines' peers learn them
   };
   Orchestrator() = default;
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
@@ -148,8 +158,16 @@ class Orchestrator : private LaneSteps {
   void after(LaneJob& job) override;
   void abort_transfers() override;
   // The copy engines' NVLink share on copy_stream_ (the meeting with the peers included); a buffer
-  // some rank cannot share marks the job copy_refused, on every rank alike.
+  // some rank cannot share marks the job copy_refused, one some rank has not mapped yet
+  // copy_deferred, on every rank alike.
   Result copy_share(Job& job);
+  // The NVLink share on the caller's stream, on the calling thread: braid's copy engines where
+  // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
+  Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, SplitRecord* record);
+  // The calling thread: once braid's progress has run every call handed to it, maps the peers'
+  // buffers and grows the scratch that deferred copy-engine shares asked for (such CUDA calls may
+  // wait for the whole device, so never while a stream waits for the progress thread).
+  Result prepare_copy_engines();
   // PCIe's share: its own range, or with the NVLink share's too where the copy engines refused it.
   Result pcie_share(Job& job);
   // The caller's stream goes on once braid's shares are done: the completion word raised to the
@@ -175,12 +193,13 @@ class Orchestrator : private LaneSteps {
   cudaStream_t copy_stream_ = nullptr;  // the copy engines' share, queued by the progress thread
   // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
   // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
-  std::unique_ptr<SharePath> copy_engines_;
+  std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
   std::unique_ptr<SharePath> pcie_path_;
   // The calling thread's, set when a call the copy engines refused is applied (in call order, so
   // at the same call on every rank): NCCL carries the NVLink shares from then on.
   bool copy_engines_off_ = false;
+  bool copy_refused_logged_ = false;
   // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;

@@ -16,12 +16,29 @@ class PeerSharePath final : public SharePath {
   const char* name() const override { return "copy engines"; }
   bool carries(const ShareCall& share) const override { return path_->carries(share.call.collective, share.op); }
   Result enqueue(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* carried) override {
-    *carried = false;
+    peer::PeerPath::Publication mine;
+    publish(share, range, &mine);
+    peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
+    const Result r = run(share, range, mine, stream, &outcome);
+    *carried = outcome == peer::PeerPath::Outcome::Carried;
+    return r;
+  }
+  // enqueue() in its two halves: what this rank tells its peers (on the calling thread: exporting
+  // a buffer may wait for the device), then the meeting and the queued share (the progress
+  // thread's), saying why nothing was queued where nothing was.
+  void publish(const ShareCall& share, ShareRange range, peer::PeerPath::Publication* mine) const {
+    const SplitCall& c = share.call;
+    path_->publish(c.collective, c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
+  }
+  Result run(const ShareCall& share, ShareRange range, const peer::PeerPath::Publication& mine, cudaStream_t stream,
+             peer::PeerPath::Outcome* outcome) {
+    *outcome = peer::PeerPath::Outcome::Unshareable;
     if (range.begin != 0) return Result::Success;
     const SplitCall& c = share.call;
     return path_->run(c.collective, c.send, c.recv, c.count, static_cast<DataType>(c.type), share.op, range.count,
-                      stream, carried);
+                      mine, stream, outcome);
   }
+  peer::PeerPath& path() { return *path_; }
 
  private:
   std::unique_ptr<peer::PeerPath> path_;

@@ -135,6 +135,15 @@ void ProgressLane::apply_ready(const Applied& applied) {
   }
 }
 
+Result ProgressLane::wait_idle() {
+  // Each job ends within the bounds of its own waits (BRAID_TIMEOUT), so this does too.
+  while (finished() < submitted()) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  std::string text;
+  if (const Result f = failure(&text); f != Result::Success)
+    return fail(f, "multipath: braid's share failed earlier on this communicator: %s", text.c_str());
+  return Result::Success;
+}
+
 void ProgressLane::abort() {
   record_failure(fail(Result::RemoteError, "multipath: the communicator was aborted"));
   steps_->abort_transfers();

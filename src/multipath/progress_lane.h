@@ -32,8 +32,8 @@ namespace braid::multipath {
 struct LaneJob {
   virtual ~LaneJob() = default;
   LedgerCall ledger;  // the call's number, its shares, whether it is timed
-  // Its NVLink share is one the lane's thread queues too (braid's copy engines: their per-call
-  // meeting with the peers must not hold the calling thread).
+  // Its NVLink share is one the lane's thread queues too (braid's copy engines with
+  // BRAID_NVLINK_ON_LANE: their per-call meeting with the peers then does not hold the caller).
   bool nvlink_on_lane = false;
   // Whether the call has a share the lane's thread runs (otherwise it is settled at once).
   bool runs_on_lane() const { return ledger.pcie_elements > 0 || nvlink_on_lane; }
@@ -88,6 +88,10 @@ class ProgressLane {
   // Applies, without waiting, the calls already settled in order (at destruction: settling meets
   // the other ranks, which may be gone already).
   void apply_ready(const Applied& applied);
+
+  // Waits until every job handed to the lane has finished (settled or failed); the lane's failure
+  // if it failed. The calling thread's, between calls.
+  Result wait_idle();
 
   // Runs what is queued, then ends the lane's thread. Safe to call twice.
   void stop();

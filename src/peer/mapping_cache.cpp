@@ -38,6 +38,14 @@ Result MappingCache::get(const Key& key, uint64_t call, unsigned char** base) {
   return Result::Success;
 }
 
+bool MappingCache::find(const Key& key, uint64_t call, unsigned char** base) {
+  auto it = mappings_.find(key);
+  if (it == mappings_.end()) return false;
+  it->second.last_call = call;
+  *base = it->second.base;
+  return true;
+}
+
 size_t MappingCache::close_unused_before(uint64_t call) {
   bool any = false;
   for (const auto& [key, mapping] : mappings_) any = any || mapping.last_call < call;

@@ -34,6 +34,8 @@ class MappingCache {
 
   // The base of `key`'s mapping for call `call` (calls are numbered upwards), opened if needed.
   Result get(const Key& key, uint64_t call, unsigned char** base);
+  // The base of `key`'s mapping for call `call` if it is open; opens and closes nothing.
+  bool find(const Key& key, uint64_t call, unsigned char** base);
   void close_all();
   // Closes, after the drain, every mapping call `call` has not used; returns how many.
   size_t close_unused_before(uint64_t call);

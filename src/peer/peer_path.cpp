@@ -189,12 +189,43 @@ PeerPath::~PeerPath() {
   opened_.reset();
 }
 
-Result PeerPath::open_handle(const uint64_t* words, uint64_t offset, unsigned char** out) {
+Result PeerPath::find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out) {
   MappingCache::Key key;
   std::copy(words, words + kAllocationWords, key.begin());
   unsigned char* base = nullptr;
-  BRAID_TRY(opened_->get(key, seq_ + 1, &base));  // for the call about to be queued
+  std::lock_guard lock(pending_mutex_);
+  if (!opened_->find(key, seq_ + 1, &base)) {  // for the call about to be queued
+    if (std::find(pending_mappings_.begin(), pending_mappings_.end(), key) == pending_mappings_.end())
+      pending_mappings_.push_back(key);
+    *out = nullptr;
+    return Result::Success;
+  }
   *out = base + offset;
+  return Result::Success;
+}
+
+bool PeerPath::needs_preparing() const {
+  std::lock_guard lock(pending_mutex_);
+  return !pending_mappings_.empty() || pending_scratch_bytes_ > scratch_bytes_;
+}
+
+Result PeerPath::prepare() {
+  std::vector<MappingCache::Key> keys;
+  size_t scratch = 0;
+  {
+    std::lock_guard lock(pending_mutex_);
+    keys.swap(pending_mappings_);
+    scratch = pending_scratch_bytes_;
+  }
+  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  if (scratch > scratch_bytes_) BRAID_TRY(ensure_scratch(scratch));
+  for (const MappingCache::Key& key : keys) {
+    unsigned char* base = nullptr;
+    std::lock_guard lock(pending_mutex_);
+    BRAID_TRY(opened_->get(key, seq_ + 1, &base));
+  }
+  BRAID_INFO(Alloc, "NVLink copy-engine path (GPU %d): %zu peer allocations mapped%s before the next call", device_,
+             keys.size(), scratch > 0 ? ", scratch made" : "");
   return Result::Success;
 }
 
@@ -204,19 +235,28 @@ Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base
   return Result::Success;
 }
 
-Result PeerPath::share_buffers(const void* send, const void* recv, size_t bytes, bool with_recv,
-                               bool* all_shareable) {
-  uint64_t mine[kBufferWords] = {};
+void PeerPath::publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
+                       Publication* out) const {
+  out->assign(kBufferWords, 0);
+  uint64_t* mine = out->data();
   // A null buffer is bad input: NCCL, which then moves the share on every rank, reports it as it
   // does without braid.
   if (send == nullptr || recv == nullptr) mine[kUnshareable] = 1;
-  auto publish = [&](const void* p, BufferWords w) {
+  const size_t bytes = elements * datatype_size(type);
+  auto publish_one = [&](const void* p, BufferWords w) {
     mine[w.pointer] = reinterpret_cast<uint64_t>(p);
     if (!any_ipc_ || mine[kUnshareable] != 0) return;
     if (!export_buffer(p, bytes, fd_passing_, &mine[w.allocation], &mine[w.offset])) mine[kUnshareable] = 1;
   };
-  publish(send, kSendWords);
-  if (with_recv) publish(recv, kRecvWords);
+  publish_one(send, kSendWords);
+  // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
+  if (c == Collective::AllReduce) publish_one(recv, kRecvWords);
+}
+
+Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* all_shareable, bool* ready) {
+  *ready = true;
+  if (mine.size() != static_cast<size_t>(kBufferWords))
+    return fail(Result::InternalError, "NVLink copy-engine path: a publication of %zu words", mine.size());
   std::vector<uint64_t> all;
   BRAID_TRY(comm_->engine->exchange(mine, &all));
   *all_shareable = true;
@@ -227,7 +267,9 @@ Result PeerPath::share_buffers(const void* send, const void* recv, size_t bytes,
       *out = reinterpret_cast<unsigned char*>(theirs[w.pointer]);
       return Result::Success;
     }
-    return open_handle(&theirs[w.allocation], theirs[w.offset], out);
+    BRAID_TRY(find_mapping(&theirs[w.allocation], theirs[w.offset], out));
+    if (*out == nullptr) *ready = false;
+    return Result::Success;
   };
   for (int q = 0; q < nranks_; ++q) {
     const uint64_t* theirs = &all[static_cast<size_t>(q) * kBufferWords];
@@ -241,17 +283,40 @@ Result PeerPath::share_buffers(const void* send, const void* recv, size_t bytes,
 }
 
 Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
-                     size_t elements, cudaStream_t stream, bool* carried) {
-  *carried = false;
+                     size_t elements, const Publication& mine, cudaStream_t stream, Outcome* outcome) {
+  *outcome = Outcome::Unshareable;
   if (!carries(c, op))
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
-  bool shareable = false;
-  Result r = share_buffers(send, recv, elements * datatype_size(type), c == Collective::AllReduce, &shareable);
-  if (r == Result::Success && !shareable) return Result::Success;
-  *carried = true;
+  bool shareable = false, ready = true;
+  BRAID_TRY(share_buffers(mine, c == Collective::AllReduce, &shareable, &ready));
+  if (!shareable) return Result::Success;
+  // AllReduce's pulled pieces need scratch of this size (the same on every rank).
+  const size_t esize = datatype_size(type);
+  const int64_t pull_min = settings().nvlink_pull_min_bytes;
+  if (c == Collective::AllReduce && pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min) &&
+      2 * pull_slot_bytes(esize) > scratch_bytes_) {
+    std::lock_guard lock(pending_mutex_);
+    pending_scratch_bytes_ = std::max(pending_scratch_bytes_, 2 * pull_slot_bytes(esize));
+    ready = false;
+  }
+  // Whether every rank has what this call needs: a rank missing a mapping defers it for all.
+  if (any_ipc_) {
+    const uint64_t ready_flag[1] = {ready ? 1u : 0u};
+    std::vector<uint64_t> all;
+    BRAID_TRY(comm_->engine->exchange(ready_flag, &all));
+    for (uint64_t flag : all) ready = ready && flag == 1;
+  }
+  BRAID_TRACE(Alloc, "NVLink copy-engine path: call %llu met its peers (%s)", static_cast<unsigned long long>(seq_ + 1),
+              ready ? "ready" : "deferred");
+  if (!ready) {
+    *outcome = Outcome::Deferred;
+    return Result::Success;
+  }
+  *outcome = Outcome::Carried;
+  Result r = Result::Success;
   // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so
   // last_done_ stands for every call queued so far.
   if (r == Result::Success) r = cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
@@ -331,7 +396,9 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
   // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits.
   const int64_t pull_min = settings().nvlink_pull_min_bytes;
   const bool pull = pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
-  if (pull) BRAID_TRY(ensure_scratch(2 * pull_slot_bytes(esize)));
+  // run() deferred the call until prepare() made the scratch.
+  if (pull && 2 * pull_slot_bytes(esize) > scratch_bytes_)
+    return fail(Result::InternalError, "NVLink copy-engine path: the pull scratch is smaller than the call needs");
 
   const uint64_t seq = ++seq_;
   // Every rank's inputs are ready and its output is free to be written.

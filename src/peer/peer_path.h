@@ -15,8 +15,8 @@
 // `read_done` before the share ends, so the caller may reuse its buffers afterwards (for
 // AllReduce `read_done` also means "done writing the peers' outputs"). The host
 // never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
-// (CUDA IPC handles or cuMem allocation records where the peer is another process), which the
-// orchestrator runs on its progress thread.
+// (CUDA IPC handles or cuMem allocation records where the peer is another process), on the
+// calling thread or, with BRAID_NVLINK_ON_LANE, on the orchestrator's progress thread.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "api/comm.h"
@@ -69,15 +70,38 @@ class PeerPath {
            (c == Collective::AllReduce && op != RedOp::PreMulSum && nranks_ <= cuda::kMaxPeerOperands);
   }
 
+  // What run() did with a share, the same on every rank.
+  enum class Outcome {
+    Carried,      // queued on the stream
+    Deferred,     // nothing queued: some rank must first map a peer's new buffer or grow its
+                  // scratch, which prepare() does on the calling thread
+    Unshareable,  // nothing queued: some rank's buffer cannot be shared (memory neither CUDA IPC
+                  // nor a cuMem fd can export, or null)
+  };
+
   // Elements [0, elements) of every block of an AllGather or AllReduce (NCCL's arguments), queued
   // on `stream` after the work already there; what is queued on `stream` afterwards also waits
   // for the peers' reads of this rank's buffers (and, for AllReduce, their writes into its
-  // output). All ranks call it at the same point with the same arguments but the buffers.
-  // *carried is false, on every rank, when some rank's buffer cannot be shared with its peers
-  // (memory neither CUDA IPC nor a cuMem fd can export, or null): nothing was queued, and the
-  // caller moves the share another way.
+  // output). All ranks call it at the same point with the same arguments but the buffers. Where
+  // nothing was queued (*outcome), the caller moves the share another way.
+  //
+  // run() makes no CUDA call that may wait for the whole device (exporting this rank's buffers,
+  // opening or closing a peer's mapping, cudaMalloc, cudaFree): it runs on the progress thread
+  // while callers' streams wait for that thread, and such a call deadlocked PyTorch's DDP there.
+  // The export is publish()'s, on the calling thread; what else needs one is noted and the share
+  // deferred, and prepare() does it later.
+  using Publication = std::vector<uint64_t>;
+  // What this rank tells its peers of its buffers for run() (the calling thread's).
+  void publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
+               Publication* out) const;
   Result run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, size_t elements,
-             cudaStream_t stream, bool* carried);
+             const Publication& mine, cudaStream_t stream, Outcome* outcome);
+  // Whether a deferred share left work for prepare(). Any thread.
+  bool needs_preparing() const;
+  // Opens the peers' mappings and grows the scratch that deferred shares asked for. Only while no
+  // stream waits for work run() has not queued yet: the orchestrator calls it on the calling
+  // thread once the progress thread has finished every call handed to it.
+  Result prepare();
 
  private:
   struct Shared {
@@ -92,8 +116,9 @@ class PeerPath {
   // Publishes the first `bytes` of this rank's send buffer (and receive buffer, when `with_recv`)
   // and maps every peer's; false in *all_shareable when a rank's buffer cannot be exported (or
   // is null).
-  Result share_buffers(const void* send, const void* recv, size_t bytes, bool with_recv, bool* all_shareable);
-  Result open_handle(const uint64_t* words, uint64_t offset, unsigned char** out);
+  // *ready is false when a peer's allocation is not mapped yet (noted for prepare()).
+  Result share_buffers(const Publication& mine, bool with_recv, bool* all_shareable, bool* ready);
+  Result find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                             cudaStream_t stream);
@@ -130,6 +155,10 @@ class PeerPath {
   // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;
+  // What deferred shares need done by prepare(): peers' allocations to map, scratch to grow.
+  mutable std::mutex pending_mutex_;
+  std::vector<MappingCache::Key> pending_mappings_;
+  size_t pending_scratch_bytes_ = 0;
 };
 
 }  // namespace braid::peer

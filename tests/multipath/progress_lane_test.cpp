@@ -639,6 +639,29 @@ TEST(ProgressLaneAlone, ACopyEngineShareAloneRunsOnTheLane) {
   EXPECT_EQ(steps.releases.load(), 1);
 }
 
+// wait_idle() returns once every job handed over has finished, and not before: the copy engines'
+// meeting on the calling thread waits so (the engine's exchange is one thread's at a time).
+TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
+  HangGuard guard(60);
+  auto ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  steps.gate_open.store(false);
+  ProgressLane lane(&steps, ledger.get(), true);
+  lane.submit(next_job(*ledger, 1 << 20));
+  lane.submit(next_job(*ledger, 1 << 20));
+  std::atomic<bool> idle{false};
+  std::thread waiter([&] {
+    EXPECT_EQ(lane.wait_idle(), Result::Success) << last_error();
+    idle.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(idle.load()) << "wait_idle returned while the lane held its jobs";
+  steps.gate_open.store(true);
+  waiter.join();
+  EXPECT_EQ(lane.finished(), 2u);
+  EXPECT_EQ(lane.wait_idle(), Result::Success);  // nothing in flight: at once
+}
+
 // BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.
 TEST(ProgressLaneAlone, WithoutAThreadTheShareRunsOnTheCaller) {
   auto ledger = one_rank_ledger(1);

@@ -160,5 +160,19 @@ TEST(PeerMappingCache, AnOpenFailedByTheRemoteIsNotRetried) {
   EXPECT_EQ(ipc.opens, 1u);
 }
 
+// find() answers from what is open and opens nothing: the progress thread's way in (opening may
+// wait for the whole device), with get() left to the calling thread.
+TEST(PeerMappingCache, FindOpensNothing) {
+  FakeIpc ipc;
+  MappingCache cache(4, ipc.hooks());
+  unsigned char *base = nullptr, *found = nullptr;
+  EXPECT_FALSE(cache.find(key(1), 1, &found));
+  EXPECT_EQ(ipc.opens, 0u);
+  ASSERT_EQ(cache.get(key(1), 1, &base), Result::Success);
+  EXPECT_TRUE(cache.find(key(1), 2, &found));
+  EXPECT_EQ(found, base);
+  EXPECT_EQ(ipc.opens, 1u);
+}
+
 }  // namespace
 }  // namespace braid::peer
