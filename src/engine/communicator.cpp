@@ -322,9 +322,21 @@ Result Communicator::report_failure(Collective c, const RunFailure& f, double wa
     text += ": " + backend_text;
   backend_->abort();
   pool_->drop_pending();
-  failed_ = Result::RemoteError;
-  failed_text_ = text;
+  record_failed(Result::RemoteError, text);
   return fail(Result::RemoteError, "%s", text.c_str());
+}
+
+void Communicator::record_failed(Result r, const std::string& text) {
+  std::lock_guard lock(failed_mutex_);
+  if (failed_ != Result::Success) return;
+  failed_ = r;
+  failed_text_ = text;
+}
+
+Result Communicator::check_usable() const {
+  std::lock_guard lock(failed_mutex_);
+  if (failed_ == Result::Success) return Result::Success;
+  return fail(failed_, "communicator is unusable after an earlier error: %s", failed_text_.c_str());
 }
 
 WaitContext Communicator::wait_context(int* dead_rank) const {
@@ -435,9 +447,7 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
 Result Communicator::collective(Collective c, const void* send, void* recv, size_t count,
                                 DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
                                 const dsl::Program* program, Range range) {
-  if (failed_ != Result::Success)
-    return fail(failed_, "communicator is unusable after an earlier error: %s",
-                failed_text_.c_str());
+  BRAID_TRY(check_usable());
   if (program != nullptr) {
     c = program->collective;
     root = program->root;
@@ -572,8 +582,7 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
       const uint64_t word = header->abort.load();
       const bool own = word == 0 || (abort_reason(word) == AbortReason::LocalError && abort_culprit(word) == rank_);
       if (failure.outcome == WaitOutcome::Done && own) {
-        failed_ = r;
-        failed_text_ = last_error();
+        record_failed(r, last_error());
         return r;
       }
       return report_failure(c, failure, device::seconds_since(ctx.start));
@@ -616,34 +625,55 @@ Result Communicator::collective_range(Collective c, const void* send, void* recv
   return collective(c, send, recv, count, type, op, root, scalar, nullptr, range);
 }
 
-Result Communicator::exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all) {
-  if (failed_ != Result::Success)
-    return fail(failed_, "communicator is unusable after an earlier error: %s", failed_text_.c_str());
+Result Communicator::exchange(Meeting meeting, std::span<const uint64_t> mine, std::vector<uint64_t>* all) {
+  BRAID_TRY(check_usable());
   if (mine.size() > static_cast<size_t>(kExchangeSlots))
     return fail(Result::InternalError, "exchange of %zu values (at most %d)", mine.size(), kExchangeSlots);
   int dead_rank = -1;
   WaitContext ctx = wait_context(&dead_rank);
   // A meeting per call (braid's NVLink path, the routed exchange): the waiter leaves within
   // microseconds of the last arrival instead of a sleep's 50 us or more, for up to
-  // device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "Where the meeting runs"). One thread
-  // at a time per communicator: the sequence below is not shared between threads.
+  // device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "Where the meeting runs").
   ctx.yield_window_ns = device::kMeetingYieldNs;
+  const bool path = meeting == Meeting::Path;
   RankRecord* records = rank_records(control_.data());
-  const uint64_t seq = ++exchanges_;
-  ExchangeRecord& record = records[rank_].exchanges[seq % 2];
+  auto exchange_of = [&](int q, uint64_t s) -> ExchangeRecord& {
+    return path ? records[q].path_exchanges[s % 2] : records[q].exchanges[s % 2];
+  };
+  const uint64_t seq = path ? ++path_exchanges_ : ++exchanges_;
+  ExchangeRecord& record = exchange_of(rank_, seq);
   for (size_t i = 0; i < mine.size(); ++i) record.values[i].store(mine[i], std::memory_order_relaxed);
   record.seq.store(seq, std::memory_order_release);
   // The barrier orders every rank's values before anyone reads; parity keeps a fast rank's next
   // exchange from overwriting values a slow rank is still reading.
-  BRAID_TRY(barrier(Collective::AllGather, ctx));
+  BRAID_TRY(path ? path_barrier(ctx) : barrier(Collective::AllGather, ctx));
   all->assign(mine.size() * static_cast<size_t>(nranks_), 0);
   for (int q = 0; q < nranks_; ++q) {
-    const ExchangeRecord& theirs = records[q].exchanges[seq % 2];
+    const ExchangeRecord& theirs = exchange_of(q, seq);
     if (theirs.seq.load(std::memory_order_acquire) != seq)
       return fail(Result::InvalidUsage, "exchange %llu: rank %d is at another exchange",
                   static_cast<unsigned long long>(seq), q);
     for (size_t i = 0; i < mine.size(); ++i)
       (*all)[static_cast<size_t>(q) * mine.size() + i] = theirs.values[i].load(std::memory_order_relaxed);
+  }
+  return Result::Success;
+}
+
+// Meeting::Path's barrier: the engine's, on counters of its own.
+Result Communicator::path_barrier(const WaitContext& ctx) {
+  RankRecord* records = rank_records(control_.data());
+  const uint64_t k = ++path_barriers_;
+  records[rank_].path_barrier.store(k, std::memory_order_release);
+  for (int q = 0; q < nranks_; ++q) {
+    WaitContext wait_ctx = ctx;
+    wait_ctx.blocks = [q](int r) { return r == q; };
+    const WaitOutcome w = wait_until(
+        wait_ctx, [&] { return records[q].path_barrier.load(std::memory_order_acquire) >= k; });
+    if (w == WaitOutcome::Done) continue;
+    RunFailure f;
+    f.outcome = w;
+    f.culprit = w == WaitOutcome::PeerDied ? *ctx.dead_rank : q;
+    return report_failure(Collective::AllGather, f, device::seconds_since(ctx.start));
   }
   return Result::Success;
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,15 @@ class Communicator {
 
   // All ranks publish `mine` (at most kExchangeSlots values, the same number on every rank) and
   // get every rank's, rank-major, in `all`. A host-only meeting through the control segment.
-  Result exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all);
+  Result exchange(std::span<const uint64_t> mine, std::vector<uint64_t>* all) {
+    return exchange(Meeting::Engine, mine, all);
+  }
+  // Two meetings that never pair with each other: each has its own sequence, so one thread may
+  // meet on one while another meets on the other (one thread per meeting at a time). Engine: the
+  // engine's collectives and the exchanges of whoever drives them (braid's progress thread);
+  // Path: a path's per-call meeting on the calling thread (braid's copy engines).
+  enum class Meeting { Engine, Path };
+  Result exchange(Meeting meeting, std::span<const uint64_t> mine, std::vector<uint64_t>* all);
 
   // A rank's path signal `index` (< kPathSignals) in the registered control segment, for the
   // paths layered above the engine (src/peer), which wait on them with stream memory operations.
@@ -112,6 +121,7 @@ class Communicator {
   // `dead_rank` receives a peer found dead.
   WaitContext wait_context(int* dead_rank) const;
   Result barrier(Collective c, const WaitContext& ctx);
+  Result path_barrier(const WaitContext& ctx);
   Result report_failure(Collective c, const RunFailure& f, double waited);
   Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,
                       DataType type, const dsl::Program* given, const Schedule** out);
@@ -131,10 +141,15 @@ class Communicator {
   uint64_t barriers_ = 0;
   uint64_t runs_ = 0;
   uint64_t exchanges_ = 0;
+  uint64_t path_barriers_ = 0, path_exchanges_ = 0;  // Meeting::Path's own sequence
   size_t staging_bytes_ = 0;
   size_t slice_bytes_ = 0;
+  // The first failure that made this communicator unusable; both meetings' threads may set it.
+  mutable std::mutex failed_mutex_;
   Result failed_ = Result::Success;
   std::string failed_text_;
+  void record_failed(Result r, const std::string& text);
+  Result check_usable() const;  // fails with the recorded failure, if any
   // Schedules of generated programs, per (collective, root, in-place flags, size class, type).
   std::map<std::string, std::unique_ptr<Schedule>> cache_;
   std::unique_ptr<Schedule> given_schedule_;  // the last run_program's

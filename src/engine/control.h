@@ -46,6 +46,11 @@ struct alignas(64) RankRecord {
   CallRecord calls[2];                 // by call parity: a fast rank never overwrites a record
                                        // a slow rank is still comparing
   ExchangeRecord exchanges[2];         // by exchange parity, for the same reason
+  // A second meeting, independent of the first (Communicator::Meeting::Path): a path layered above
+  // the engine (braid's copy engines) meets its peers per call on another thread than the one
+  // that runs the engine's collectives and exchanges.
+  std::atomic<uint64_t> path_barrier;
+  ExchangeRecord path_exchanges[2];
   // The executor's own device-side signals (staging ring, end of run). They live here, in the
   // registered segment, because a GPU raises and waits on them with stream memory operations.
   alignas(64) std::atomic<uint64_t> device_staged;

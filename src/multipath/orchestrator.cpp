@@ -454,11 +454,9 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
 Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream,
                                          SplitRecord* record) {
   if (record->nvlink_copy) {
-    // The copy engines' meeting uses braid's engine exchange, which the progress thread's PCIe
-    // shares and timing exchanges use too: one thread at a time, or the ranks' exchanges pair up
-    // wrong ("mismatched collectives" on the rig with cuMem buffers). So it waits for braid's
-    // progress to finish what it was handed (nothing, unless calls with a PCIe share are in flight).
-    BRAID_TRY(lane_->wait_idle());
+    // The copy engines meet on a meeting of their own (engine::Communicator::Meeting::Path): the
+    // progress thread meets on the engine's at the same time for PCIe shares and their timings.
+    // On one meeting the ranks' exchanges paired up wrong ("mismatched collectives" on the rig).
     peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
     peer::PeerPath::Publication mine;
     copy_engines_->publish(share, range, &mine);

@@ -257,8 +257,10 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
   *ready = true;
   if (mine.size() != static_cast<size_t>(kBufferWords))
     return fail(Result::InternalError, "NVLink copy-engine path: a publication of %zu words", mine.size());
+  // The meeting of its own (Meeting::Path): braid's progress thread meets on the engine's at the
+  // same time for the PCIe share and its timings, and the two must never pair up.
   std::vector<uint64_t> all;
-  BRAID_TRY(comm_->engine->exchange(mine, &all));
+  BRAID_TRY(comm_->engine->exchange(engine::Communicator::Meeting::Path, mine, &all));
   *all_shareable = true;
   for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
   if (!*all_shareable) return Result::Success;
@@ -306,7 +308,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   if (any_ipc_) {
     const uint64_t ready_flag[1] = {ready ? 1u : 0u};
     std::vector<uint64_t> all;
-    BRAID_TRY(comm_->engine->exchange(ready_flag, &all));
+    BRAID_TRY(comm_->engine->exchange(engine::Communicator::Meeting::Path, ready_flag, &all));
     for (uint64_t flag : all) ready = ready && flag == 1;
   }
   BRAID_TRACE(Alloc, "NVLink copy-engine path: call %llu met its peers (%s)", static_cast<unsigned long long>(seq_ + 1),

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -108,6 +109,45 @@ TEST(EngineRange, RangeOutsideTheBlockIsInvalid) {
                                                                  nullptr, Range{5, 6});
                                   });
   EXPECT_EQ(outcomes[0].result, Result::InvalidArgument);
+}
+
+// The two meetings on two threads of every rank at once (braid's copy engines meet on the calling
+// thread while its progress thread meets for the PCIe share): each thread gets its own meeting's
+// values, in order, and never the other's. On one meeting they paired up wrong.
+TEST(EngineExchange, TwoMeetingsOnTwoThreadsNeverPairUp) {
+  const auto topo = test::load_test_topology();
+  const int ranks = 3, rounds = 300;
+  using Meeting = engine::Communicator::Meeting;
+  for (test::Mode mode : {test::Mode::Threads, test::Mode::Processes}) {
+    auto outcomes = test::run_ranks(mode, ranks, topo, 2 * sizeof(uint64_t),
+                                    [&](engine::Communicator& comm, int rank, unsigned char* out) {
+                                      uint64_t bad[2] = {0, 0};
+                                      Result results[2] = {Result::Success, Result::Success};
+                                      auto meet = [&](Meeting m, int which) {
+                                        for (int k = 0; k < rounds && results[which] == Result::Success; ++k) {
+                                          const uint64_t mine[2] = {uint64_t(which), uint64_t(rank * 10000 + k)};
+                                          std::vector<uint64_t> all;
+                                          results[which] = comm.exchange(m, mine, &all);
+                                          if (results[which] != Result::Success) break;
+                                          for (int q = 0; q < ranks; ++q)
+                                            if (all[q * 2] != uint64_t(which) || all[q * 2 + 1] != uint64_t(q * 10000 + k))
+                                              ++bad[which];
+                                        }
+                                      };
+                                      std::thread path([&] { meet(Meeting::Path, 1); });
+                                      meet(Meeting::Engine, 0);
+                                      path.join();
+                                      std::memcpy(out, bad, sizeof bad);
+                                      return results[0] != Result::Success ? results[0] : results[1];
+                                    });
+    for (int r = 0; r < ranks; ++r) {
+      ASSERT_EQ(outcomes[r].result, Result::Success) << outcomes[r].error;
+      uint64_t bad[2] = {1, 1};
+      std::memcpy(bad, outcomes[r].output.data(), sizeof bad);
+      EXPECT_EQ(bad[0], 0u) << test::mode_name(mode) << " rank " << r << ": engine meeting";
+      EXPECT_EQ(bad[1], 0u) << test::mode_name(mode) << " rank " << r << ": path meeting";
+    }
+  }
 }
 
 // Many exchanges in a row (parity slots reused) give every rank every rank's values, in order.
