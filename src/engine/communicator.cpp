@@ -355,14 +355,18 @@ Result Communicator::barrier(Collective c, const WaitContext& ctx) {
     control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
     return injected_failure(FaultStep::Barrier, rank_);
   }
+  return arrive_and_wait(&RankRecord::barrier, ++barriers_, c, ctx);
+}
+
+Result Communicator::arrive_and_wait(std::atomic<uint64_t> RankRecord::*counter, uint64_t k, Collective c,
+                                     const WaitContext& ctx) {
   RankRecord* records = rank_records(control_.data());
-  const uint64_t k = ++barriers_;
-  records[rank_].barrier.store(k, std::memory_order_release);
+  (records[rank_].*counter).store(k, std::memory_order_release);
   for (int q = 0; q < nranks_; ++q) {
     WaitContext wait_ctx = ctx;
     wait_ctx.blocks = [q](int r) { return r == q; };
-    const WaitOutcome w = wait_until(
-        wait_ctx, [&] { return records[q].barrier.load(std::memory_order_acquire) >= k; });
+    const WaitOutcome w =
+        wait_until(wait_ctx, [&] { return (records[q].*counter).load(std::memory_order_acquire) >= k; });
     if (w == WaitOutcome::Done) continue;
     RunFailure f;
     f.outcome = w;
@@ -661,21 +665,7 @@ Result Communicator::exchange(Meeting meeting, std::span<const uint64_t> mine, s
 
 // Meeting::Path's barrier: the engine's, on counters of its own.
 Result Communicator::path_barrier(const WaitContext& ctx) {
-  RankRecord* records = rank_records(control_.data());
-  const uint64_t k = ++path_barriers_;
-  records[rank_].path_barrier.store(k, std::memory_order_release);
-  for (int q = 0; q < nranks_; ++q) {
-    WaitContext wait_ctx = ctx;
-    wait_ctx.blocks = [q](int r) { return r == q; };
-    const WaitOutcome w = wait_until(
-        wait_ctx, [&] { return records[q].path_barrier.load(std::memory_order_acquire) >= k; });
-    if (w == WaitOutcome::Done) continue;
-    RunFailure f;
-    f.outcome = w;
-    f.culprit = w == WaitOutcome::PeerDied ? *ctx.dead_rank : q;
-    return report_failure(Collective::AllGather, f, device::seconds_since(ctx.start));
-  }
-  return Result::Success;
+  return arrive_and_wait(&RankRecord::path_barrier, ++path_barriers_, Collective::AllGather, ctx);
 }
 
 Result Communicator::run_program(const dsl::Program& program, const void* send, void* recv,

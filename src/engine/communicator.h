@@ -122,6 +122,8 @@ class Communicator {
   WaitContext wait_context(int* dead_rank) const;
   Result barrier(Collective c, const WaitContext& ctx);
   Result path_barrier(const WaitContext& ctx);
+  // Raises this rank's `counter` to `k` and waits until every rank's is there (a barrier).
+  Result arrive_and_wait(std::atomic<uint64_t> RankRecord::*counter, uint64_t k, Collective c, const WaitContext& ctx);
   Result report_failure(Collective c, const RunFailure& f, double waited);
   Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,
                       DataType type, const dsl::Program* given, const Schedule** out);
