@@ -462,7 +462,10 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
     copy_engines_->publish(share, range, &mine);
     BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
     if (outcome == peer::PeerPath::Outcome::Deferred) {
-      // On this thread nothing waits for braid's progress to queue this call: map now, meet again.
+      // Map now and meet again: opening a mapping may wait for the whole device, so first braid's
+      // progress issues everything it was handed (the callers' streams then wait for nothing it
+      // has still to issue). Only when a call brings a new allocation.
+      BRAID_TRY(lane_->wait_idle());
       BRAID_TRY(copy_engines_->path().prepare());
       cudaSetDevice(device_);
       BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
