@@ -441,13 +441,21 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   // The copy engines first: their share only queues once the peers met, and then runs beside the
   // PCIe share, which this thread drives to its end.
-  if (job.copy_engines()) BRAID_TRY(copy_share(job));
-  if (job.pcie() || job.copy_moved()) BRAID_TRY(pcie_share(job));
+  if (job.copy_engines()) {
+    step("the copy engines' share: the meeting and the queueing");
+    BRAID_TRY(copy_share(job));
+  }
+  if (job.pcie() || job.copy_moved()) {
+    step("the PCIe share: braid's engine");
+    BRAID_TRY(pcie_share(job));
+  }
+  step("the release of the callers' streams");
   BRAID_TRY(release(job));
   BRAID_TRACE(Balance, "multipath: job %llu: braid's shares queued to their end; settling", static_cast<unsigned long long>(job.record.call));
   // A refused or deferred share ran on another path than the split meant: its times would mislead
   // the table.
   if (job.copy_moved()) return Result::Success;
+  step("the timing exchange");
   return settle(job, seconds);
 }
 

@@ -1,8 +1,10 @@
 #include "multipath/progress_lane.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "common/log.h"
+#include "multipath/lane_watch.h"
 
 namespace braid::multipath {
 
@@ -11,17 +13,27 @@ namespace {
 // How long the lane's thread spins for the next job before it sleeps.
 constexpr int kSpinMicroseconds = 200;
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 ProgressLane::ProgressLane(LaneSteps* steps, SplitLedger* ledger, bool async)
     : steps_(steps), ledger_(ledger), async_(async) {
-  if (async_) thread_ = std::thread([this] { loop(); });
+  steps_->marker_ = &step_;
+  if (async_) {
+    thread_ = std::thread([this] { loop(); });
+    watch_lane(this);
+  }
 }
 
 ProgressLane::~ProgressLane() { stop(); }
 
 void ProgressLane::stop() {
   if (!thread_.joinable()) return;
+  unwatch_lane(this);
   {
     std::lock_guard lock(jobs_mutex_);
     stop_ = true;
@@ -86,7 +98,11 @@ void ProgressLane::loop() {
 void ProgressLane::process(std::unique_ptr<LaneJob> job) {
   std::vector<double> seconds;
   Result r = static_cast<Result>(failed_.load());
+  step_.store("starting", std::memory_order_relaxed);
+  busy_since_ns_.store(now_ns(), std::memory_order_relaxed);
+  busy_call_.store(job->ledger.call, std::memory_order_release);
   if (r == Result::Success) r = steps_->run_share(*job, &seconds);
+  busy_call_.store(0, std::memory_order_release);
   if (r != Result::Success) {
     // Callers wait for this call: release them; the failure reaches the application through later
     // calls and failure() (ncclCommGetAsyncError). The call is never settled: applying it fails.
@@ -133,6 +149,18 @@ void ProgressLane::apply_ready(const Applied& applied) {
     }
     if (apply_through(ledger_->applied() + 1, true, applied) != Result::Success) return;
   }
+}
+
+bool ProgressLane::stuck_for(double seconds, uint64_t* call, std::string* text) const {
+  *call = busy_call_.load(std::memory_order_acquire);
+  if (*call == 0) return false;
+  const double inside = static_cast<double>(now_ns() - busy_since_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  if (inside < seconds) return false;
+  char line[256];
+  std::snprintf(line, sizeof line, "multipath: braid's progress thread has been inside split call %llu for %.1f s, at '%s'",
+                static_cast<unsigned long long>(*call), inside, step_.load(std::memory_order_relaxed));
+  *text = line;
+  return true;
 }
 
 Result ProgressLane::wait_idle() {

@@ -56,6 +56,16 @@ class LaneSteps {
   virtual void after(LaneJob&) {}
   // Stops the lane's transfers on every rank (their waits end within a bounded time).
   virtual void abort_transfers() = 0;
+
+ protected:
+  // Names the step the current job is at (a string literal), for the lane's watch.
+  void step(const char* name) {
+    if (marker_ != nullptr) marker_->store(name, std::memory_order_relaxed);
+  }
+
+ private:
+  friend class ProgressLane;
+  std::atomic<const char*>* marker_ = nullptr;
 };
 
 // A completion word raised to this after a failure is past every call number: every later wait ends.
@@ -102,6 +112,10 @@ class ProgressLane {
   // The first failure, with its text (Success: none). Any thread (ncclCommGetAsyncError).
   Result failure(std::string* text) const;
 
+  // Whether the lane's thread has been inside one call for `seconds` or more: *call names it and
+  // *text says for how long and at which step (lane_watch.h). Any thread.
+  bool stuck_for(double seconds, uint64_t* call, std::string* text) const;
+
   // Jobs handed to the lane so far, and those it finished (settled or failed).
   uint64_t submitted() const { return queued_.load(std::memory_order_acquire); }
   uint64_t finished() const { return finished_.load(std::memory_order_acquire); }
@@ -127,6 +141,11 @@ class ProgressLane {
   bool sleeping_ = false;            // under jobs_mutex_
   std::atomic<uint64_t> queued_{0};  // the lane's thread spins on it between jobs
   std::atomic<uint64_t> finished_{0};
+  // Where the lane's thread is, for stuck_for(): the call it is inside (0: none), since when, at
+  // which step (its steps mark them).
+  std::atomic<uint64_t> busy_call_{0};
+  std::atomic<int64_t> busy_since_ns_{0};
+  std::atomic<const char*> step_{"starting"};
 
   mutable std::mutex settled_mutex_;
   std::condition_variable settled_cv_;

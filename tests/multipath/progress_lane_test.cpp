@@ -12,11 +12,14 @@
 // mid-transfer; several communicators from several threads of one process; one thread driving
 // every rank of a communicator in groups (nccl-tests -g, ncclCommInitAll).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -553,6 +556,7 @@ class FakeSteps final : public LaneSteps {
   std::atomic<std::thread::id> share_thread{};
 
   Result run_share(LaneJob& job, std::vector<double>* seconds) override {
+    step("the fake share's gate");
     while (!gate_open.load() && aborts.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     // Stopped transfers end a share with an error, as the engine's do; never as if it had run.
     if (!gate_open.load()) return fail(Result::RemoteError, "share stopped by abort");
@@ -660,6 +664,63 @@ TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
   waiter.join();
   EXPECT_EQ(lane.finished(), 2u);
   EXPECT_EQ(lane.wait_idle(), Result::Success);  // nothing in flight: at once
+}
+
+// A lane held inside a call says so (the process's lane watch WARNs with it past BRAID_TIMEOUT):
+// which call, for how long, at which step; and not once the call is done.
+TEST(ProgressLaneAlone, ALaneHeldInsideACallSaysWhereItIs) {
+  HangGuard guard(60);
+  auto ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  steps.gate_open.store(false);
+  ProgressLane lane(&steps, ledger.get(), true);
+  uint64_t call = 0;
+  std::string text;
+  EXPECT_FALSE(lane.stuck_for(0.0, &call, &text));  // idle
+  lane.submit(next_job(*ledger, 1 << 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_FALSE(lane.stuck_for(10.0, &call, &text));
+  ASSERT_TRUE(lane.stuck_for(0.1, &call, &text));
+  EXPECT_EQ(call, 1u);
+  EXPECT_NE(text.find("split call 1 for"), std::string::npos) << text;
+  EXPECT_NE(text.find("the fake share's gate"), std::string::npos) << text;
+  steps.gate_open.store(true);
+  ASSERT_EQ(lane.wait_idle(), Result::Success);
+  EXPECT_FALSE(lane.stuck_for(0.0, &call, &text));
+}
+
+// The process's lane watch WARNs, once, when a lane stays inside a call past BRAID_TIMEOUT.
+TEST(ProgressLaneAlone, TheWatchWarnsOnceForALaneHeldPastTheTimeout) {
+  HangGuard guard(60);
+  char path[] = "/tmp/braid_lane_watch_XXXXXX";
+  close(mkstemp(path));
+  setenv("BRAID_TIMEOUT", "0.3", 1);
+  setenv("BRAID_DEBUG", "WARN", 1);
+  setenv("BRAID_DEBUG_FILE", path, 1);
+  settings_reload();
+  {
+    auto ledger = one_rank_ledger(4);
+    FakeSteps steps;
+    steps.gate_open.store(false);
+    ProgressLane lane(&steps, ledger.get(), true);
+    lane.submit(next_job(*ledger, 1 << 20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // the watch looks once a second
+    steps.gate_open.store(true);
+    EXPECT_EQ(lane.wait_idle(), Result::Success);
+  }
+  unsetenv("BRAID_TIMEOUT");
+  unsetenv("BRAID_DEBUG");
+  unsetenv("BRAID_DEBUG_FILE");
+  settings_reload();
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  unlink(path);
+  const std::string log = text.str();
+  const size_t first = log.find("inside split call 1 for");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("the fake share's gate"), std::string::npos) << log;
+  EXPECT_EQ(log.find("inside split call 1 for", first + 1), std::string::npos) << "warned twice:\n" << log;
 }
 
 // BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.
