@@ -1,7 +1,6 @@
 #include "multipath/lane_watch.h"
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>

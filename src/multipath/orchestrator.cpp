@@ -470,12 +470,8 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
     copy_engines_->publish(share, range, &mine);
     BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
     if (outcome == peer::PeerPath::Outcome::Deferred) {
-      // Map now and meet again: opening a mapping may wait for the whole device, so first braid's
-      // progress issues everything it was handed (the callers' streams then wait for nothing it
-      // has still to issue). Only when a call brings a new allocation.
-      BRAID_TRY(lane_->wait_idle());
-      BRAID_TRY(copy_engines_->path().prepare());
-      cudaSetDevice(device_);
+      // Map now and meet again. Only when a call brings a new allocation.
+      BRAID_TRY(prepare_copy_engines());
       BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
     }
     cudaSetDevice(device_);

@@ -164,9 +164,10 @@ class Orchestrator : private LaneSteps {
   // The NVLink share on the caller's stream, on the calling thread: braid's copy engines where
   // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
   Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, SplitRecord* record);
-  // The calling thread: once braid's progress has run every call handed to it, maps the peers'
+  // The calling thread: once braid's progress has issued every call handed to it, maps the peers'
   // buffers and grows the scratch that deferred copy-engine shares asked for (such CUDA calls may
-  // wait for the whole device, so never while a stream waits for the progress thread).
+  // wait for the whole device, so never while a stream waits for work the progress thread has
+  // still to issue).
   Result prepare_copy_engines();
   // PCIe's share: its own range, or with the NVLink share's too where the copy engines refused it.
   Result pcie_share(Job& job);

@@ -297,11 +297,9 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   if (!shareable) return Result::Success;
   // AllReduce's pulled pieces need scratch of this size (the same on every rank).
   const size_t esize = datatype_size(type);
-  const int64_t pull_min = settings().nvlink_pull_min_bytes;
-  if (c == Collective::AllReduce && pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min) &&
-      2 * pull_slot_bytes(esize) > scratch_bytes_) {
+  if (c == Collective::AllReduce && pulls(elements, esize) && pull_scratch_bytes(esize) > scratch_bytes_) {
     std::lock_guard lock(pending_mutex_);
-    pending_scratch_bytes_ = std::max(pending_scratch_bytes_, 2 * pull_slot_bytes(esize));
+    pending_scratch_bytes_ = std::max(pending_scratch_bytes_, pull_scratch_bytes(esize));
     ready = false;
   }
   // Whether every rank has what this call needs: a rank missing a mapping defers it for all.
@@ -318,10 +316,9 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     return Result::Success;
   }
   *outcome = Outcome::Carried;
-  Result r = Result::Success;
   // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so
   // last_done_ stands for every call queued so far.
-  if (r == Result::Success) r = cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
+  Result r = cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
   if (r == Result::Success)
     r = c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, stream)
                                    : enqueue_all_reduce(send, recv, type, op, elements, stream);
@@ -396,10 +393,9 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
                                     cudaStream_t stream) {
   const size_t esize = datatype_size(type);
   // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits.
-  const int64_t pull_min = settings().nvlink_pull_min_bytes;
-  const bool pull = pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
+  const bool pull = pulls(elements, esize);
   // run() deferred the call until prepare() made the scratch.
-  if (pull && 2 * pull_slot_bytes(esize) > scratch_bytes_)
+  if (pull && pull_scratch_bytes(esize) > scratch_bytes_)
     return fail(Result::InternalError, "NVLink copy-engine path: the pull scratch is smaller than the call needs");
 
   const uint64_t seq = ++seq_;
@@ -414,6 +410,11 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
   BRAID_TRY(raise(stream, kPeerReadDone, seq));
   BRAID_TRY(wait_for_peers(stream, kPeerReadDone, seq));
   return Result::Success;
+}
+
+bool PeerPath::pulls(size_t elements, size_t esize) const {
+  const int64_t pull_min = settings().nvlink_pull_min_bytes;
+  return pull_min >= 0 && elements * esize >= static_cast<size_t>(pull_min);
 }
 
 size_t PeerPath::pull_piece(size_t esize) const {

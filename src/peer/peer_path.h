@@ -135,6 +135,10 @@ class PeerPath {
   // every peer's), within BRAID_NVLINK_SCRATCH_BYTES.
   size_t pull_piece(size_t esize) const;
   size_t pull_slot_bytes(size_t esize) const;
+  // Whether an AllReduce share of `elements` pulls the peers' inputs (BRAID_NVLINK_PULL_MIN_BYTES),
+  // and the scratch it then needs: two slots.
+  bool pulls(size_t elements, size_t esize) const;
+  size_t pull_scratch_bytes(size_t esize) const { return 2 * pull_slot_bytes(esize); }
   Result ensure_scratch(size_t bytes);
 
   braidComm* comm_ = nullptr;
