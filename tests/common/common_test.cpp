@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "../support/log_capture.h"
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -107,23 +108,7 @@ TEST(Settings, DocumentedInOneTable) {
 }
 
 std::string capture_log(const char* level, const char* subsys, void (*emit)()) {
-  char path[] = "/tmp/braid_log_testXXXXXX";
-  const int fd = mkstemp(path);
-  close(fd);
-  setenv("BRAID_DEBUG", level, 1);
-  setenv("BRAID_DEBUG_SUBSYS", subsys, 1);
-  setenv("BRAID_DEBUG_FILE", path, 1);
-  settings_reload();
-  emit();
-  unsetenv("BRAID_DEBUG");
-  unsetenv("BRAID_DEBUG_SUBSYS");
-  unsetenv("BRAID_DEBUG_FILE");
-  settings_reload();
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  unlink(path);
-  return ss.str();
+  return test::capture_log({{"BRAID_DEBUG", level}, {"BRAID_DEBUG_SUBSYS", subsys}}, emit);
 }
 
 TEST(Log, NcclFormat) {

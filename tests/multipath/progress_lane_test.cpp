@@ -12,20 +12,18 @@
 // mid-transfer; several communicators from several threads of one process; one thread driving
 // every rank of a communicator in groups (nccl-tests -g, ncclCommInitAll).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../engine/harness.h"
+#include "../support/log_capture.h"
 #include "balance/balancer.h"
 #include "common/settings.h"
 #include "device/cpu_backend.h"
@@ -585,6 +583,19 @@ std::unique_ptr<LaneJob> next_job(SplitLedger& ledger, size_t count) {
   return job;
 }
 
+// A lane on one rank whose shares wait at FakeSteps' gate until the test opens it (which every
+// test must do before the lane goes: stopping runs what is queued).
+struct HeldLane {
+  std::unique_ptr<SplitLedger> ledger = one_rank_ledger(4);
+  FakeSteps steps;
+  ProgressLane lane{close_gate(steps), ledger.get(), true};
+
+  static FakeSteps* close_gate(FakeSteps& s) {
+    s.gate_open.store(false);
+    return &s;
+  }
+};
+
 ProgressLane::Applied recorder(std::vector<uint64_t>* order) {
   return [order](LaneJob& job, const std::vector<double>&, double) { order->push_back(job.ledger.call); };
 }
@@ -593,10 +604,8 @@ ProgressLane::Applied recorder(std::vector<uint64_t>* order) {
 // them in call order, waiting for call 1.
 TEST(ProgressLaneAlone, AppliesSettledCallsInCallOrder) {
   HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  steps.gate_open.store(false);
-  ProgressLane lane(&steps, ledger.get(), true);
+  HeldLane held;
+  auto& [ledger, steps, lane] = held;
   auto first = next_job(*ledger, 1 << 20);
   ASSERT_TRUE(first->runs_on_lane());
   lane.submit(std::move(first));
@@ -643,14 +652,12 @@ TEST(ProgressLaneAlone, ACopyEngineShareAloneRunsOnTheLane) {
   EXPECT_EQ(steps.releases.load(), 1);
 }
 
-// wait_idle() returns once every job handed over has finished, and not before: the copy engines'
-// meeting on the calling thread waits so (the engine's exchange is one thread's at a time).
+// wait_idle() returns once every job handed over has finished, and not before: the calling thread
+// waits so before it maps a peer's new buffer (which may wait for the whole device).
 TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
   HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  steps.gate_open.store(false);
-  ProgressLane lane(&steps, ledger.get(), true);
+  HeldLane held;
+  auto& [ledger, steps, lane] = held;
   lane.submit(next_job(*ledger, 1 << 20));
   lane.submit(next_job(*ledger, 1 << 20));
   std::atomic<bool> idle{false};
@@ -670,10 +677,8 @@ TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
 // which call, for how long, at which step; and not once the call is done.
 TEST(ProgressLaneAlone, ALaneHeldInsideACallSaysWhereItIs) {
   HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  steps.gate_open.store(false);
-  ProgressLane lane(&steps, ledger.get(), true);
+  HeldLane held;
+  auto& [ledger, steps, lane] = held;
   uint64_t call = 0;
   std::string text;
   EXPECT_FALSE(lane.stuck_for(0.0, &call, &text));  // idle
@@ -692,31 +697,14 @@ TEST(ProgressLaneAlone, ALaneHeldInsideACallSaysWhereItIs) {
 // The process's lane watch WARNs, once, when a lane stays inside a call past BRAID_TIMEOUT.
 TEST(ProgressLaneAlone, TheWatchWarnsOnceForALaneHeldPastTheTimeout) {
   HangGuard guard(60);
-  char path[] = "/tmp/braid_lane_watch_XXXXXX";
-  close(mkstemp(path));
-  setenv("BRAID_TIMEOUT", "0.3", 1);
-  setenv("BRAID_DEBUG", "WARN", 1);
-  setenv("BRAID_DEBUG_FILE", path, 1);
-  settings_reload();
-  {
-    auto ledger = one_rank_ledger(4);
-    FakeSteps steps;
-    steps.gate_open.store(false);
-    ProgressLane lane(&steps, ledger.get(), true);
+  const std::string log = test::capture_log({{"BRAID_TIMEOUT", "0.3"}, {"BRAID_DEBUG", "WARN"}}, [] {
+    HeldLane held;
+    auto& [ledger, steps, lane] = held;
     lane.submit(next_job(*ledger, 1 << 20));
     std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // the watch looks once a second
     steps.gate_open.store(true);
     EXPECT_EQ(lane.wait_idle(), Result::Success);
-  }
-  unsetenv("BRAID_TIMEOUT");
-  unsetenv("BRAID_DEBUG");
-  unsetenv("BRAID_DEBUG_FILE");
-  settings_reload();
-  std::ifstream f(path);
-  std::stringstream text;
-  text << f.rdbuf();
-  unlink(path);
-  const std::string log = text.str();
+  });
   const size_t first = log.find("inside split call 1 for");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_NE(log.find("the fake share's gate"), std::string::npos) << log;
@@ -764,10 +752,9 @@ TEST(ProgressLaneAlone, AFailureFailsLaterCallsAndReleasesTheirWaiters) {
 // Abort from another thread ends a wait for a call that cannot settle, and stops the transfers.
 TEST(ProgressLaneAlone, AbortEndsTheWaitForASettledCall) {
   HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  steps.gate_open.store(false);  // the share never ends on its own
-  ProgressLane lane(&steps, ledger.get(), true);
+  // The share never ends on its own.
+  HeldLane held;
+  auto& [ledger, steps, lane] = held;
   lane.submit(next_job(*ledger, 1 << 20));
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
