@@ -46,6 +46,8 @@ class MappingCache {
     unsigned char* base = nullptr;
     uint64_t last_call = 0;  // the latest call that used it
   };
+  // Closes the mappings no call from `call` on has used (the caller drained first); how many.
+  size_t close_last_used_before(uint64_t call);
   size_t capacity_;
   Hooks hooks_;
   std::map<Key, Mapping> mappings_;
