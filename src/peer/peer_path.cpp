@@ -231,7 +231,9 @@ Result PeerPath::prepare() {
 
 Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base) {
   const Result r = open_exported(key, base);
-  if (r != Result::Success) return fail(r, "NVLink copy-engine path (GPU %d): %s", device_, last_error());
+  // Only the context: whether this is a failure (a WARN) is the mapping cache's to say, which
+  // first closes what may cover the allocation and tries again.
+  if (r != Result::Success) return fail_softly(r, "NVLink copy-engine path (GPU %d): %s", device_, last_error());
   return Result::Success;
 }
 
