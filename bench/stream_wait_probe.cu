@@ -15,14 +15,7 @@
 #include <thread>
 #include <vector>
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    auto e_ = (x);                                                                \
-    if (e_ != 0) {                                                                \
-      std::fprintf(stderr, "%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, (int)e_); \
-      std::exit(2);                                                               \
-    }                                                                             \
-  } while (0)
+#include "probe_status.h"
 
 static bool released_within(cudaStream_t s, double seconds) {
   const auto start = std::chrono::steady_clock::now();

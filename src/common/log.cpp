@@ -120,6 +120,14 @@ bool log_enabled(LogLevel level, LogSubsys subsys) {
   return (s.mask.load(std::memory_order_relaxed) & static_cast<uint32_t>(subsys)) != 0;
 }
 
+int log_fd() {
+  LogState& s = state();
+  if (s.level.load(std::memory_order_relaxed) < 0) log_reload();
+  std::lock_guard<std::mutex> lock(s.write_mutex);
+  std::fflush(s.out);
+  return fileno(s.out);
+}
+
 void log_message(LogLevel level, LogSubsys subsys, const char* file, int line, const char* fmt, ...) {
   if (!log_enabled(level, subsys)) return;
   LogState& s = state();

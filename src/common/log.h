@@ -30,6 +30,8 @@ void log_set_device(int dev);
 // Re-reads the logging settings (tests change the environment).
 void log_reload();
 bool log_enabled(LogLevel level, LogSubsys subsys);
+// The log's file descriptor, everything written so far flushed (for writers that bypass stdio).
+int log_fd();
 
 [[gnu::format(printf, 5, 6)]] void log_message(LogLevel level, LogSubsys subsys, const char* file,
                                                int line, const char* fmt, ...);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/thread_stacks.h"
 
 namespace braid::engine {
 
@@ -97,6 +98,7 @@ void WorkerPool::wait_idle() {
 }
 
 void WorkerPool::run(Worker* w, int cpu) {
+  name_this_thread("braid-reduce");
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/thread_stacks.h"
 #include "multipath/progress_lane.h"
 
 namespace braid::multipath {
@@ -16,10 +17,14 @@ namespace {
 
 struct Watch {
   std::mutex mutex;
-  std::map<const ProgressLane*, uint64_t> lanes;  // each lane and the last call it was warned for
+  struct Seen {
+    uint64_t warned = 0, given_up = 0;  // the last call warned for, and given up on
+  };
+  std::map<ProgressLane*, Seen> lanes;
   bool started = false;
 
   void loop() {
+    name_this_thread("braid-watch");
     std::unique_lock lock(mutex);
     for (;;) {
       // Never woken early: a lane is looked at within a second of the bound, which is enough.
@@ -32,13 +37,23 @@ struct Watch {
         started = false;
         return;
       }
-      for (auto& [lane, warned] : lanes) {
+      for (auto& [lane, seen] : lanes) {
         uint64_t call = 0;
         std::string text;
-        if (!lane->stuck_for(settings().timeout, &call, &text) || call == warned) continue;
-        warned = call;
-        BRAID_WARN(Balance, "%s: a CUDA call that cannot return, or a peer that stopped (BRAID_TIMEOUT bounds the "
-                   "waits for peers)", text.c_str());
+        if (!lane->stuck_for(settings().timeout, &call, &text)) continue;
+        if (call != seen.warned) {
+          seen.warned = call;
+          BRAID_WARN(Balance, "%s: a CUDA call that cannot return, or a peer that stopped (BRAID_TIMEOUT bounds the "
+                     "waits for peers)%s", text.c_str(), settings().watch_stacks ? "; every thread's stack follows" : "");
+          if (settings().watch_stacks) dump_thread_stacks(log_fd());
+        }
+        // Each wait for a peer ends by BRAID_TIMEOUT on its own, and a call holds few of them; a
+        // thread inside one call for twice the bound is stuck in a call that may never return.
+        // What waits for it is released: an error instead of a hang.
+        if (call != seen.given_up && lane->stuck_for(2 * settings().timeout, &call, &text)) {
+          seen.given_up = call;
+          lane->give_up_stuck(text);
+        }
       }
     }
   }
@@ -52,17 +67,17 @@ Watch& watch() {
 
 }  // namespace
 
-void watch_lane(const ProgressLane* lane) {
+void watch_lane(ProgressLane* lane) {
   Watch& w = watch();
   std::lock_guard lock(w.mutex);
-  w.lanes.emplace(lane, 0);
+  w.lanes.emplace(lane, Watch::Seen{});
   if (!w.started) {
     w.started = true;
     std::thread([&w] { w.loop(); }).detach();
   }
 }
 
-void unwatch_lane(const ProgressLane* lane) {
+void unwatch_lane(ProgressLane* lane) {
   Watch& w = watch();
   std::lock_guard lock(w.mutex);
   w.lanes.erase(lane);

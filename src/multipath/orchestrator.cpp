@@ -15,6 +15,8 @@
 #include "balance/tuning_cache.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "engine/communicator.h"
+#include "engine/control.h"
 #include "multipath/nccl_share_path.h"
 #include "multipath/pcie_share_path.h"
 #include "multipath/peer_share_path.h"
@@ -413,6 +415,16 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
 }
 
 // ---- the progress lane's steps ----
+
+void Orchestrator::release_stuck() {
+  // Host stores only: a CUDA call here could block as the lane's thread did.
+  done_->store(kReleasedWord);
+  abort_transfers();  // the engine's counters its queues wait on, the abort word the peers see
+  // The copy engines' streams of every rank wait on each other's signals in the control segment.
+  if (copy_engines_ != nullptr && braid_ != nullptr && braid_->engine)
+    for (int q = 0; q < nranks_; ++q)
+      for (int s = 0; s < engine::kPathSignals; ++s) braid_->engine->path_signal(q, s)->store(~0ull >> 1);
+}
 
 void Orchestrator::on_thread_start() { cudaSetDevice(device_); }
 

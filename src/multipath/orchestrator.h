@@ -157,6 +157,7 @@ class Orchestrator : private LaneSteps {
   void release_waiters() override;  // raises the completion word past every call
   void after(LaneJob& job) override;
   void abort_transfers() override;
+  void release_stuck() override;  // host stores only: the lane's thread is stuck
   // The copy engines' NVLink share on copy_stream_ (the meeting with the peers included); a buffer
   // some rank cannot share marks the job copy_refused, one some rank has not mapped yet
   // copy_deferred, on every rank alike.

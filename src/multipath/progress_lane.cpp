@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/thread_stacks.h"
 #include "multipath/lane_watch.h"
 
 namespace braid::multipath {
@@ -71,6 +72,7 @@ void ProgressLane::publish(std::unique_ptr<LaneJob> job, std::vector<double> sec
 }
 
 void ProgressLane::loop() {
+  name_this_thread("braid-lane");
   steps_->on_thread_start();
   uint64_t taken = 0;
   for (;;) {
@@ -175,6 +177,13 @@ Result ProgressLane::wait_idle() {
 void ProgressLane::abort() {
   record_failure(fail(Result::RemoteError, "multipath: the communicator was aborted"));
   steps_->abort_transfers();
+}
+
+void ProgressLane::give_up_stuck(const std::string& text) {
+  record_failure(fail(Result::InternalError, "%s; braid released its streams and aborted the communicator "
+                      "(another thread of the application may wait for the device while it holds CUDA's context, "
+                      "as cudaMalloc, cudaFree and lazy module loading do)", text.c_str()));
+  steps_->release_stuck();
 }
 
 void ProgressLane::record_failure(Result r) {

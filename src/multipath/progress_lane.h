@@ -56,6 +56,13 @@ class LaneSteps {
   virtual void after(LaneJob&) {}
   // Stops the lane's transfers on every rank (their waits end within a bounded time).
   virtual void abort_transfers() = 0;
+  // From another thread, while the lane's thread is stuck in a call that does not return: ends
+  // every wait on braid's shares (the callers' streams, the peers' streams) with host stores only,
+  // no CUDA call. The stuck call may be a CUDA call that another application thread blocks by
+  // waiting for the device while it holds CUDA's context lock (cudaMalloc, cudaFree,
+  // cudaHostAlloc, a lazy module load): once the streams are free the device drains, that thread
+  // goes on, and so does the lane's.
+  virtual void release_stuck() { abort_transfers(); }
 
  protected:
   // Names the step the current job is at (a string literal), for the lane's watch.
@@ -112,6 +119,11 @@ class ProgressLane {
   // The first failure, with its text (Success: none). Any thread (ncclCommGetAsyncError).
   Result failure(std::string* text) const;
 
+  // Fails the communicator (ncclCommGetAsyncError tells, every later split call fails, the peers'
+  // waits end) and releases everything that waits on its shares, without waiting for the lane's
+  // thread, which is stuck in a call that does not return (`text` says where). The lane watch's,
+  // once the thread has been inside one call past BRAID_TIMEOUT: an error instead of a hang.
+  void give_up_stuck(const std::string& text);
   // Whether the lane's thread has been inside one call for `seconds` or more: *call names it and
   // *text says for how long and at which step (lane_watch.h). Any thread.
   bool stuck_for(double seconds, uint64_t* call, std::string* text) const;

@@ -550,7 +550,7 @@ class FakeSteps final : public LaneSteps {
  public:
   std::atomic<bool> gate_open{true};
   uint64_t fail_call = 0;
-  std::atomic<int> shares_run{0}, releases{0}, afters{0}, aborts{0};
+  std::atomic<int> shares_run{0}, releases{0}, afters{0}, aborts{0}, stuck_releases{0};
   std::atomic<std::thread::id> share_thread{};
 
   Result run_share(LaneJob& job, std::vector<double>* seconds) override {
@@ -567,6 +567,11 @@ class FakeSteps final : public LaneSteps {
   void release_waiters() override { releases.fetch_add(1); }
   void after(LaneJob&) override { afters.fetch_add(1); }
   void abort_transfers() override { aborts.fetch_add(1); }
+  // As on the GPU: once what waits on braid is released, the stuck call returns (with an error).
+  void release_stuck() override {
+    stuck_releases.fetch_add(1);
+    aborts.fetch_add(1);
+  }
 };
 
 std::unique_ptr<SplitLedger> one_rank_ledger(uint64_t lag) {
@@ -694,21 +699,36 @@ TEST(ProgressLaneAlone, ALaneHeldInsideACallSaysWhereItIs) {
   EXPECT_FALSE(lane.stuck_for(0.0, &call, &text));
 }
 
-// The process's lane watch WARNs, once, when a lane stays inside a call past BRAID_TIMEOUT.
-TEST(ProgressLaneAlone, TheWatchWarnsOnceForALaneHeldPastTheTimeout) {
+// The process's lane watch WARNs, once, when a lane stays inside a call past BRAID_TIMEOUT, and
+// at twice the bound gives up on it: the lane fails with the reason, what waits on braid is
+// released, and the held call ends (an error, not a hang).
+TEST(ProgressLaneAlone, TheWatchWarnsOnceThenGivesUpOnALaneStuckPastTheTimeout) {
   HangGuard guard(60);
-  const std::string log = test::capture_log({{"BRAID_TIMEOUT", "0.3"}, {"BRAID_DEBUG", "WARN"}}, [] {
+  Result idle = Result::Success;
+  std::string failure_text;
+  int stuck_releases = 0;
+  const std::string log = test::capture_log({{"BRAID_TIMEOUT", "0.3"}, {"BRAID_DEBUG", "WARN"}}, [&] {
     HeldLane held;
     auto& [ledger, steps, lane] = held;
     lane.submit(next_job(*ledger, 1 << 20));
-    std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // the watch looks once a second
+    // The gate never opens: only the watch ends the call (it looks once a second).
+    const auto began = std::chrono::steady_clock::now();
+    while (steps.stuck_releases.load() == 0 && std::chrono::steady_clock::now() - began < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    idle = lane.wait_idle();
+    lane.failure(&failure_text);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // no second give-up for the same call
+    stuck_releases = steps.stuck_releases.load();
     steps.gate_open.store(true);
-    EXPECT_EQ(lane.wait_idle(), Result::Success);
   });
   const size_t first = log.find("inside split call 1 for");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_NE(log.find("the fake share's gate"), std::string::npos) << log;
-  EXPECT_EQ(log.find("inside split call 1 for", first + 1), std::string::npos) << "warned twice:\n" << log;
+  EXPECT_EQ(log.find("BRAID WARN lane_watch", log.find("BRAID WARN lane_watch") + 1), std::string::npos)
+      << "warned twice:\n" << log;
+  EXPECT_EQ(stuck_releases, 1);
+  EXPECT_EQ(idle, Result::InternalError);
+  EXPECT_NE(failure_text.find("released its streams"), std::string::npos) << failure_text;
 }
 
 // BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.
