@@ -14,8 +14,10 @@
 # runs' log level, default WARN). braid's own settings pass through the environment, e.g. its
 # routing: BRAID_ROUTE_EXCHANGES=1 BRAID_DEBUG=INFO (on the rig also BRAID_PEER_SAME_GPU=1 and
 # BRAID_ROUTE_TOPOLOGY=bench/rig/route-mesh4.json); the routed exchanges logged are counted at the
-# end. Output under $OUT/moe/: <plain|braid>.<rep>.{json,log}, compare.txt. Exit status 0 when
-# every run finished with every value exact.
+# end. At rig scale (1 MiB of tokens per rank) no flow reaches braid's default BRAID_ROUTE_MIN_BYTES
+# (1 MiB) and braid says so at INFO: give larger --tokens/--hidden to see routing there.
+# Output under $OUT/moe/: <plain|braid>.<rep>.{json,log}, compare.txt. Exit status 0 when every run
+# finished with every value exact.
 set -u
 cd "$(dirname "$0")/../.."
 source bench/gpu_env.sh
@@ -38,7 +40,8 @@ launch=("$PY" -m torch.distributed.run --standalone --nproc_per_node="$RANKS")
 [ -n "$WRAPPER" ] && launch+=(--no-python bash "$WRAPPER" "$PY")
 launch+=("$here/moe.py")
 
-echo "## bench/moe: $gpus GPUs, RANKS=$RANKS SCALE=$SCALE REPS=$REPS WRAPPER=${WRAPPER:-none} BRAID_LIB=$BRAID_LIB"
+echo "## bench/moe: $gpus GPUs, RANKS=$RANKS SCALE=$SCALE REPS=$REPS WRAPPER=${WRAPPER:-none} BRAID_LIB=$BRAID_LIB" \
+  "BRAID_ROUTE_EXCHANGES=${BRAID_ROUTE_EXCHANGES:-unset} BRAID_ROUTE_MIN_BYTES=${BRAID_ROUTE_MIN_BYTES:-default}"
 status=0
 files=()
 for rep in $(seq 1 "$REPS"); do

@@ -410,7 +410,10 @@ Result RoutedPath::run(const route::ExchangeLayout& layout, const std::function<
     return fail(f, "routed exchange: failed earlier on this communicator: %s", text.c_str());
   if (layout.ranks != nranks_)
     return fail(Result::InvalidArgument, "routed exchange: a layout of %d ranks on %d", layout.ranks, nranks_);
-  if (epoch_ + 1 >= (uint64_t{1} << 32)) return Result::Success;  // counters spent: NCCL from here on
+  if (epoch_ + 1 >= (uint64_t{1} << 32)) {
+    declined_ = "this communicator's routed exchanges have spent their counters";
+    return Result::Success;  // NCCL from here on
+  }
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
@@ -418,16 +421,15 @@ Result RoutedPath::run(const route::ExchangeLayout& layout, const std::function<
   route::ExchangePlan plan;
   BRAID_TRY(route::route_exchange(router_, layout, {}, &routing_, &plan));
   const size_t relayed = route::relayed_ranges(plan);
-  if (relayed == 0 && settings().route_exchanges < 2) return Result::Success;
+  if (relayed == 0 && settings().route_exchanges < 2) {
+    declined_ = "the routing keeps every flow direct, which BRAID_ROUTE_EXCHANGES=1 leaves to NCCL (2 runs it too)";
+    return Result::Success;
+  }
 
   bool shareable = false;
   BRAID_TRY(share(&shareable));
   if (!shareable) {
-    static std::once_flag logged;
-    std::call_once(logged, [] {
-      BRAID_INFO(Coll, "routed exchange: a rank's buffers are in place or cannot be shared through CUDA IPC; such "
-                 "exchanges go to NCCL");
-    });
+    declined_ = "a rank's buffers are in place, overlap, or cannot be shared (CUDA IPC, or a cuMem allocation's fd)";
     return Result::Success;
   }
   *routed = true;  // from here every rank queues the exchange

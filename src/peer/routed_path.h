@@ -71,6 +71,9 @@ class RoutedPath {
   // whose receive ends are shared in the handle exchange. As exchange() otherwise.
   Result grouped(const route::ExchangeLayout& layout, const route::RankFlows& flows, cudaStream_t stream,
                  bool* routed);
+  // Why the latest exchange() or grouped() that left *routed false queued nothing (the same on
+  // every rank); for the caller's log.
+  const char* declined() const { return declined_; }
 
   // The first failure of a routed exchange (Success: none), with its text; an exchange that has not
   // ended BRAID_TIMEOUT seconds after it was queued counts as failed, and the path is aborted on
@@ -108,6 +111,7 @@ class RoutedPath {
   route::Router router_;
   route::Routing routing_;
   uint64_t epoch_ = 0;
+  const char* declined_ = "";
   cudaStream_t streams_[2] = {};  // the exchange's send and relay queues
   cudaEvent_t fork_ = nullptr, joins_[2] = {}, last_done_ = nullptr;
   std::vector<unsigned char*> peer_recv_, peer_scratch_;  // per rank, for the current call

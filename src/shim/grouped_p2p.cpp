@@ -60,16 +60,36 @@ void name_board(const CommState& state, std::span<const unsigned char> identity)
 }
 
 void open_board(ncclComm_t comm, const CommState& state) {
-  if (!routing_groups() || !state.pcie_path || !state.blocking || !state.complete() || state.nranks < 2 ||
-      state.nranks > engine::ExchangeBoard::kMaxRanks)
-    return;
+  if (!routing_groups() || !state.pcie_path) return;
   PciePath& path = *state.pcie_path;
   std::lock_guard lock(path.mutex);
-  if (!path.board_id || path.board) return;
+  if (path.board) return;
+  // Why there is none, said at the communicator's first send/recv group (hold_p2p).
+  if (!state.blocking) {
+    path.no_board_why = "it is non-blocking: ncclConfig_t.blocking = 0, as PyTorch makes it with "
+                        "TORCH_NCCL_USE_COMM_NONBLOCKING=1";
+    return;
+  }
+  if (!state.complete()) return;  // made inside a group: opened at the group's end (learn_made_in_group)
+  if (state.nranks < 2) return;  // nothing to route, nothing to say
+  if (state.nranks > engine::ExchangeBoard::kMaxRanks) {
+    static_assert(engine::ExchangeBoard::kMaxRanks == 64, "the text below names the board's limit");
+    path.no_board_why = "it has more than the 64 ranks an exchange board holds";
+    return;
+  }
+  if (!path.board_id) {
+    path.no_board_why = "nothing every rank holds alike names its board (ncclCommShrink, or a split of a "
+                        "communicator without one)";
+    return;
+  }
   if (engine::ExchangeBoard::open(*path.board_id, state.rank, state.nranks, board_words(state.nranks), &path.board) !=
-      Result::Success)
+      Result::Success) {
+    path.no_board_why = "its exchange board could not be opened (INIT said why)";
     BRAID_INFO(Init, "routed exchange: no exchange board on rank %d (%s); send/recv groups on communicator %p go to NCCL",
                state.rank, last_error(), static_cast<void*>(comm));
+    return;
+  }
+  path.no_board_why = nullptr;
 }
 
 std::vector<unsigned char> split_identity(ncclComm_t parent, int color) {
@@ -95,11 +115,18 @@ bool hold_p2p(ncclComm_t comm, const route::PeerCall& call, cudaStream_t stream,
   // One communicator per group, and nothing else in it (a held collective, or a call that went to
   // NCCL already: deferring() is then false).
   if (!group.deferring() || !this_thread_held().empty() || (!held.empty() && held.front().comm != comm)) return false;
-  const std::shared_ptr<PciePath> path = boarded(comm);
-  if (!path) return false;
+  const auto state = comm_table().find(comm);
+  if (!state || !state->pcie_path || state->revoked || state->nranks == 1) return false;
+  PciePath& path = *state->pcie_path;
   {
-    std::lock_guard lock(path->mutex);
-    if (!path->board || path->board->off()) return false;
+    std::lock_guard lock(path.mutex);
+    if (!state->blocking || !path.board) {
+      say_declined(comm, path, state->rank, RouteDecline::NoBoard,
+                   "its send/recv groups go to NCCL: it has no exchange board (%s)",
+                   path.no_board_why ? path.no_board_why : "braid does not know its rank, size or GPU");
+      return false;
+    }
+    if (path.board->off()) return false;  // said when it turned off
   }
   held.push_back({comm, call, stream, to_nccl});
   return true;
@@ -187,10 +214,23 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
     lock.unlock();
     return give_to_nccl(held);
   }
+  // Every pair matched: from here on a group that goes to NCCL gets whole matched pairs, and the
+  // board stays on.
   const size_t min_bytes = size_t(std::max<int64_t>(0, settings().route_min_bytes));
-  if (!routable || route::largest_flow_bytes(layout) == 0 || route::largest_flow_bytes(layout) < min_bytes) {
+  const size_t largest = route::largest_flow_bytes(layout);
+  if (largest == 0 || largest < min_bytes) {
+    say_declined(comm, path, rank, RouteDecline::SmallGroup,
+                 "a send/recv group whose largest flow is %zu bytes went to NCCL: groups whose flows are all under "
+                 "BRAID_ROUTE_MIN_BYTES=%zu are not routed", largest, min_bytes);
     lock.unlock();
-    return give_to_nccl(held);  // every pair matched: NCCL gets whole matched pairs, the board stays on
+    return give_to_nccl(held);
+  }
+  if (!routable) {
+    say_declined(comm, path, rank, RouteDecline::Unroutable,
+                 "a send/recv group went to NCCL: some rank made it on several streams, or captured it in a CUDA "
+                 "graph");
+    lock.unlock();
+    return give_to_nccl(held);
   }
   if (!path.routed_attempted) {
     // Every rank is here (the slot is complete) after the same ncclAlltoAll calls, so this is a
@@ -217,6 +257,8 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
   bool routed = false;
   const Result r = path.routed->grouped(layout, flows, stream, &routed);
   if (r == Result::Success && !routed) {
+    say_declined(comm, path, rank, RouteDecline::PathDeclined, "a send/recv group went to NCCL: %s",
+                 path.routed->declined());
     lock.unlock();
     return give_to_nccl(held);
   }

@@ -32,7 +32,8 @@ std::vector<HeldPeerCall>& this_thread_held_p2p();
 // alike; empty: no board).
 void name_board(const CommState& state, std::span<const unsigned char> identity);
 // Once the communicator's rank, size and GPU are known (blocking ones only), with
-// BRAID_ROUTE_EXCHANGES: opens its board. Waits for no rank.
+// BRAID_ROUTE_EXCHANGES: opens its board, or records why it has none (said at its first send/recv
+// group). Waits for no rank.
 void open_board(ncclComm_t comm, const CommState& state);
 // What a child of ncclCommSplit(parent, color) names its board from (empty: the parent has no id).
 // Counts the split on the parent: every rank of it calls ncclCommSplit in the same order.

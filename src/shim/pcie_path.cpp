@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <future>
 #include <mutex>
 #include <system_error>
@@ -279,6 +281,18 @@ std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t o
   return found->second.type;
 }
 
+void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why, const char* fmt, ...) {
+  const auto bit = static_cast<uint32_t>(why);
+  if ((path.declines_said.fetch_or(bit) & bit) != 0 || !log_enabled(LogLevel::Info, LogSubsys::Coll)) return;
+  char text[320];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  BRAID_INFO(Coll, "routed exchange: rank %d, communicator %p: %s (said once per communicator)", rank,
+             static_cast<void*>(comm), text);
+}
+
 void abort_pcie_path(PciePath& path) {
   if (multipath::Orchestrator* o = path.live.load()) o->abort();
   if (peer::RoutedPath* routed = path.routed_live.load()) routed->abort();
@@ -303,21 +317,47 @@ bool routable(Operation operation) {
 }
 
 bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result) {
-  if (!routable(call.operation) || settings().route_exchanges <= 0 || this_thread_group().in_group()) return false;
+  if (!routable(call.operation) || settings().route_exchanges <= 0) return false;
   if (!datatype_valid(static_cast<int>(call.datatype))) return false;
+  auto state = comm_table().find(call.comm);
+  if (!state || !state->pcie_path || state->revoked || state->nranks == 1) return false;
+  PciePath& path = *state->pcie_path;
+  const char* name = operation_name(call.operation);
+  if (this_thread_group().in_group()) {
+    say_declined(call.comm, path, state->rank, RouteDecline::InGroup,
+                 "an nccl%s inside an NCCL group goes to NCCL (only one made outside a group is routed)", name);
+    return false;
+  }
   // Each flow of the three is `count` elements. Every rank sees the same count: these answers are
   // every rank's.
   const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.datatype));
-  if (flow_bytes == 0 || flow_bytes < static_cast<size_t>(std::max<int64_t>(0, settings().route_min_bytes))) return false;
-  auto state = comm_table().find(call.comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking || state->revoked)
+  const auto min_bytes = static_cast<size_t>(std::max<int64_t>(0, settings().route_min_bytes));
+  if (flow_bytes == 0 || flow_bytes < min_bytes) {
+    say_declined(call.comm, path, state->rank, RouteDecline::SmallCollective,
+                 "an nccl%s of %zu bytes a flow went to NCCL: exchanges whose flows are under "
+                 "BRAID_ROUTE_MIN_BYTES=%zu are not routed", name, flow_bytes, min_bytes);
     return false;
+  }
+  if (!state->blocking) {
+    say_declined(call.comm, path, state->rank, RouteDecline::NonBlocking,
+                 "an nccl%s went to NCCL: the communicator is non-blocking (ncclConfig_t.blocking = 0, as PyTorch "
+                 "makes it with TORCH_NCCL_USE_COMM_NONBLOCKING=1)", name);
+    return false;
+  }
+  if (!state->complete()) {
+    say_declined(call.comm, path, state->rank, RouteDecline::NotReady,
+                 "an nccl%s went to NCCL: braid does not know the communicator's rank, size or GPU", name);
+    return false;
+  }
   if (call.root < 0 || call.root >= state->nranks) return false;  // NCCL's to refuse
   const route::ExchangeLayout layout = exchange_layout(call, state->nranks);
-  PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   ++path.alltoalls;  // every rank counts the same calls: they are collective
-  if (captured(stream)) return false;
+  if (captured(stream)) {
+    say_declined(call.comm, path, state->rank, RouteDecline::Captured,
+                 "an nccl%s captured in a CUDA graph goes to NCCL", name);
+    return false;
+  }
   if (!path.routed_attempted) {
     // Collective: every rank reaches this same call.
     path.routed_attempted = true;
@@ -333,7 +373,11 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   if (!path.routed) return false;
   bool routed = false;
   const Result r = path.routed->exchange(layout, call.sendbuff, const_cast<void*>(call.recvbuff), stream, &routed);
-  if (r == Result::Success && !routed) return false;
+  if (r == Result::Success && !routed) {
+    say_declined(call.comm, path, state->rank, RouteDecline::PathDeclined, "an nccl%s goes to NCCL: %s", name,
+                 path.routed->declined());
+    return false;
+  }
   *result = static_cast<ncclResult_t>(r);
   return true;
 }

@@ -51,7 +51,30 @@ struct PciePath {
   std::unique_ptr<engine::ExchangeBoard> board;
   uint64_t splits = 0;
   uint64_t alltoalls = 0;
+  // Why the communicator has no board, when routing is on (null: it has one, or is still to open
+  // it); said when its first send/recv group goes to NCCL for want of one.
+  const char* no_board_why = nullptr;
+  // The RouteDecline reasons already said for this communicator (each said once).
+  std::atomic<uint32_t> declines_said{0};
 };
+
+// Why braid's routed exchange (BRAID_ROUTE_EXCHANGES) left an exchange on a communicator to NCCL:
+// each reason is said once per communicator (say_declined), so that a job whose exchanges never
+// route can tell why from its log. A board turned off says so itself (grouped_p2p.cpp).
+enum class RouteDecline : uint32_t {
+  NonBlocking = 1u << 0,      // the communicator is non-blocking
+  NotReady = 1u << 1,         // its rank, size or GPU is not known
+  NoBoard = 1u << 2,          // a send/recv group on a communicator without an exchange board
+  SmallGroup = 1u << 3,       // a send/recv group's largest flow under BRAID_ROUTE_MIN_BYTES
+  SmallCollective = 1u << 4,  // an ncclAlltoAll/Gather/Scatter's flows under BRAID_ROUTE_MIN_BYTES
+  InGroup = 1u << 5,          // an ncclAlltoAll/Gather/Scatter inside an NCCL group
+  Unroutable = 1u << 6,       // a rank's group has several streams, or is captured in a CUDA graph
+  Captured = 1u << 7,         // an ncclAlltoAll/Gather/Scatter captured in a CUDA graph
+  PathDeclined = 1u << 8,     // the routed path queued nothing (RoutedPath::declined)
+};
+// Says at INFO (Coll) why an exchange on `comm` went to NCCL, the first time `why` happens on it.
+[[gnu::format(printf, 5, 6)]] void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why,
+                                                const char* fmt, ...);
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
 // false when the caller must give the call to NCCL alone. `result` is the split call's result.
@@ -67,7 +90,8 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
 bool routable(Operation operation);
 // Runs `call` (routable) through braid's routed exchange (BRAID_ROUTE_EXCHANGES): false when the
 // caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES per flow, captured
-// in a CUDA graph, or the routing keeps every flow direct). `result` is the routed call's result.
+// in a CUDA graph, or the routing keeps every flow direct), each reason said once per communicator
+// (say_declined). `result` is the routed call's result.
 bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result);
 
 // Whether `stream` is being captured into a CUDA graph (or cannot be asked): braid's paths leave

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/random_unique_id.h"
 #include "fake_nccl.h"
 
 namespace {
@@ -30,12 +31,7 @@ const bool kFakeNcclChosen = [] {
 
 const cudaStream_t kStream = reinterpret_cast<cudaStream_t>(uintptr_t{0x5eed});
 
-ncclUniqueId random_id() {
-  ncclUniqueId id{};
-  std::random_device rd;
-  for (char& c : id.internal) c = static_cast<char>(rd());
-  return id;
-}
+ncclUniqueId random_id() { return braid::test::random_unique_id(); }
 
 // One rank's group: to every peer, `bytes(rank, peer)` floats sent and `bytes(peer, rank)` received.
 template <typename Bytes>
