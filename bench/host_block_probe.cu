@@ -55,7 +55,7 @@ int main() {
   void* word_dev = nullptr;
   CHECK(cudaHostGetDevicePointer(&word_dev, word_host, 0));
   int* small = nullptr;
-  void *copy_a = nullptr, *copy_b = nullptr, *to_free = nullptr;
+  void *copy_a = nullptr, *copy_b = nullptr, *to_free = nullptr, *small_to_free = nullptr;
   CHECK(cudaMalloc(&small, 1024 * sizeof(int)));
   CHECK(cudaMalloc(&copy_a, 1 << 20));
   CHECK(cudaMalloc(&copy_b, 1 << 20));
@@ -95,6 +95,54 @@ int main() {
          void* p = nullptr;
          if (cudaHostAlloc(&p, size_t{64} << 20, 0) == cudaSuccess) cudaFreeHost(p);
        }},
+      // What PyTorch's allocators do: the caching allocator's cudaMalloc of a 2 MB block or a
+      // 20 MB segment on a miss, and its frees; the cudaMallocAsync backend; expandable segments
+      // (cuMemCreate and cuMemMap into reserved addresses).
+      {"cudaMalloc 2 MB", [](cudaStream_t, cudaEvent_t) { void* p = nullptr; cudaMalloc(&p, size_t{2} << 20); }},
+      {"cudaMalloc 20 MB", [](cudaStream_t, cudaEvent_t) { void* p = nullptr; cudaMalloc(&p, size_t{20} << 20); }},
+      {"cudaFree 2 MB", [&](cudaStream_t, cudaEvent_t) { cudaFree(small_to_free); }},
+      {"cudaMallocAsync 64 MB + cudaFreeAsync (own stream)", [](cudaStream_t, cudaEvent_t) {
+         cudaStream_t own = nullptr;
+         cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
+         void* p = nullptr;
+         if (cudaMallocAsync(&p, size_t{64} << 20, own) == cudaSuccess) cudaFreeAsync(p, own);
+         cudaStreamSynchronize(own);
+         cudaStreamDestroy(own);
+       }},
+      {"cuMemCreate + cuMemMap 64 MB (expandable segments)", [](cudaStream_t, cudaEvent_t) {
+         CUmemAllocationProp prop{};
+         prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+         prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+         prop.location.id = 0;
+         const size_t bytes = size_t{64} << 20;
+         CUdeviceptr va = 0;
+         CUmemGenericAllocationHandle h = 0;
+         if (cuMemAddressReserve(&va, bytes, 0, 0, 0) != CUDA_SUCCESS) return;
+         if (cuMemCreate(&h, bytes, &prop, 0) == CUDA_SUCCESS) {
+           if (cuMemMap(va, bytes, 0, h, 0) == CUDA_SUCCESS) {
+             CUmemAccessDesc access{};
+             access.location = prop.location;
+             access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+             cuMemSetAccess(va, bytes, &access, 1);
+             cuMemUnmap(va, bytes);
+           }
+           cuMemRelease(h);
+         }
+         cuMemAddressFree(va, bytes);
+       }},
+      {"cudaHostRegister 64 MB", [](cudaStream_t, cudaEvent_t) {
+         void* p = std::malloc(size_t{64} << 20);
+         if (cudaHostRegister(p, size_t{64} << 20, cudaHostRegisterDefault) == cudaSuccess) cudaHostUnregister(p);
+         std::free(p);
+       }},
+      {"cudaStreamCreate + cudaEventCreate", [](cudaStream_t, cudaEvent_t) {
+         cudaStream_t s = nullptr;
+         cudaEvent_t e = nullptr;
+         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+         cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+         cudaEventDestroy(e);
+         cudaStreamDestroy(s);
+       }},
   };
 
   std::printf("%-50s %10s %10s %10s %10s %10s %10s %s\n", "blocker", "record", "waitEvent", "memcpy", "kernel",
@@ -102,6 +150,7 @@ int main() {
   for (const Case& c : cases) {
     std::fprintf(stderr, "case: %s\n", c.name);
     if (std::string(c.name) == "cudaFree") CHECK(cudaMalloc(&to_free, 64 << 20));
+    if (std::string(c.name) == "cudaFree 2 MB") CHECK(cudaMalloc(&small_to_free, 2 << 20));
     cudaStream_t waiting = nullptr, lane = nullptr;
     cudaEvent_t after_wait = nullptr, lane_event = nullptr;
     CHECK(cudaStreamCreateWithFlags(&waiting, cudaStreamNonBlocking));

@@ -13,6 +13,7 @@
 #include "api/nccl_calls.h"
 #include "balance/shares.h"
 #include "balance/tuning_cache.h"
+#include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "engine/communicator.h"
@@ -29,6 +30,10 @@ namespace {
 // Event sets made ahead for split calls in flight, and the pool's low mark below which the
 // progress thread makes that many more.
 constexpr size_t kEventsAhead = 32;
+
+// How long a call that grows braid's buffers waits for the process's progress threads before it
+// goes ahead (they may wait for this very thread's next call).
+constexpr double kQuietBoundSeconds = 1.0;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
@@ -48,6 +53,9 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
 Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
+  // What follows registers host memory and allocates (calls that wait for the device and hold
+  // CUDA's lock): not while another communicator's progress thread has GPU work to queue.
+  quiet_lanes("multipath: making braid's part of a communicator", settings().timeout);
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
@@ -160,6 +168,9 @@ Orchestrator::~Orchestrator() {
       record_applied(job, seconds, next_share);
     });
   }
+  // The frees below wait for the device: not while another communicator's progress thread has
+  // GPU work to queue.
+  quiet_lanes("multipath: freeing braid's part of a communicator", settings().timeout);
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
     if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
@@ -505,6 +516,8 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
 Result Orchestrator::prepare_copy_engines() {
   const auto began = std::chrono::steady_clock::now();
   BRAID_TRY(lane_->wait_idle());
+  // Mapping and scratch wait for the device; other communicators' progress threads may be busy.
+  quiet_lanes("multipath: mapping peers' buffers", kQuietBoundSeconds);
   const Result r = copy_engines_->path().prepare();
   cudaSetDevice(device_);
   BRAID_INFO(Balance, "multipath: the calling thread waited %.1f us for braid's progress and mapped peers' buffers",

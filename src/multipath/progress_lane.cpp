@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/thread_stacks.h"
 #include "multipath/lane_watch.h"
@@ -50,6 +51,7 @@ void ProgressLane::submit(std::unique_ptr<LaneJob> job) {
     return;
   }
   bool sleeping = false;
+  lane_work_began();  // ended in process(), whatever the outcome
   {
     std::lock_guard lock(jobs_mutex_);
     jobs_.push_back(std::move(job));
@@ -120,6 +122,7 @@ void ProgressLane::process(std::unique_ptr<LaneJob> job) {
     finished_.fetch_add(1, std::memory_order_release);
     publish(std::move(job), std::move(seconds));
   }
+  if (async_) lane_work_ended();
 }
 
 Result ProgressLane::apply_through(uint64_t call, bool beyond_lag, const Applied& applied) {
