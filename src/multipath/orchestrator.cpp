@@ -31,8 +31,9 @@ namespace {
 // progress thread makes that many more.
 constexpr size_t kEventsAhead = 32;
 
-// How long a call that grows braid's buffers waits for the process's progress threads before it
-// goes ahead (they may wait for this very thread's next call).
+// How long braid's own device-wide CUDA calls wait for the process's progress threads before they
+// go ahead: the lanes may wait for this very thread's next call (several ranks or communicators
+// driven by one thread), so a short bound rather than BRAID_TIMEOUT.
 constexpr double kQuietBoundSeconds = 1.0;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
@@ -55,7 +56,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   // What follows registers host memory and allocates (calls that wait for the device and hold
   // CUDA's lock): not while another communicator's progress thread has GPU work to queue.
-  quiet_lanes("multipath: making braid's part of a communicator", settings().timeout);
+  quiet_lanes("multipath: making braid's part of a communicator", kQuietBoundSeconds);
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
@@ -170,7 +171,7 @@ Orchestrator::~Orchestrator() {
   }
   // The frees below wait for the device: not while another communicator's progress thread has
   // GPU work to queue.
-  quiet_lanes("multipath: freeing braid's part of a communicator", settings().timeout);
+  quiet_lanes("multipath: freeing braid's part of a communicator", kQuietBoundSeconds);
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
     if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
