@@ -21,4 +21,8 @@ long lanes_work_in_hand();
 // on. Returns whether the lanes were idle.
 bool quiet_lanes(const char* what, double seconds);
 
+// The bound braid's own calls give quiet_lanes: the lanes may wait for this very thread's next
+// call (several ranks or communicators driven by one thread), so a short one, not BRAID_TIMEOUT.
+inline constexpr double kQuietLanesSeconds = 1.0;
+
 }  // namespace braid

@@ -93,6 +93,11 @@ class Communicator {
   std::atomic<uint64_t>* path_signal(int rank, int index) {
     return &rank_records(control_.data())[rank].path_signals[index].value;
   }
+  // Raises every path signal of `rank` past any value a stream waits for (host stores only), so
+  // that streams parked on them go on: a path that fails or aborts releases its peers' streams.
+  void release_path_signals(int rank) {
+    for (int s = 0; s < kPathSignals; ++s) path_signal(rank, s)->store(~0ull >> 1);
+  }
 
   // Whether some rank aborted this communicator (its shared abort word is set): paths layered above
   // the engine (src/peer) report their queued work as failed then.

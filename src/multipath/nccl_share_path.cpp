@@ -89,7 +89,7 @@ Result NcclSharePath::strided_copied(const SplitCall& call, ShareRange range, cu
   if (part * n > scratch_bytes_) {
     // cudaFree and cudaMalloc wait for the device: no earlier share still uses the old buffer.
     // Not while a progress thread has GPU work to queue (common/lane_gate.h).
-    quiet_lanes("multipath: growing NCCL's share scratch", 1.0);
+    quiet_lanes("multipath: growing NCCL's share scratch", kQuietLanesSeconds);
     if (scratch_ != nullptr) cudaFree(scratch_);
     scratch_ = nullptr;
     scratch_bytes_ = 0;

@@ -17,7 +17,6 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "engine/communicator.h"
-#include "engine/control.h"
 #include "multipath/nccl_share_path.h"
 #include "multipath/pcie_share_path.h"
 #include "multipath/peer_share_path.h"
@@ -30,11 +29,6 @@ namespace {
 // Event sets made ahead for split calls in flight, and the pool's low mark below which the
 // progress thread makes that many more.
 constexpr size_t kEventsAhead = 32;
-
-// How long braid's own device-wide CUDA calls wait for the process's progress threads before they
-// go ahead: the lanes may wait for this very thread's next call (several ranks or communicators
-// driven by one thread), so a short bound rather than BRAID_TIMEOUT.
-constexpr double kQuietBoundSeconds = 1.0;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
@@ -56,7 +50,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   // What follows registers host memory and allocates (calls that wait for the device and hold
   // CUDA's lock): not while another communicator's progress thread has GPU work to queue.
-  quiet_lanes("multipath: making braid's part of a communicator", kQuietBoundSeconds);
+  quiet_lanes("multipath: making braid's part of a communicator", kQuietLanesSeconds);
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
@@ -171,7 +165,7 @@ Orchestrator::~Orchestrator() {
   }
   // The frees below wait for the device: not while another communicator's progress thread has
   // GPU work to queue.
-  quiet_lanes("multipath: freeing braid's part of a communicator", kQuietBoundSeconds);
+  quiet_lanes("multipath: freeing braid's part of a communicator", kQuietLanesSeconds);
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
     if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
@@ -434,8 +428,7 @@ void Orchestrator::release_stuck() {
   abort_transfers();  // the engine's counters its queues wait on, the abort word the peers see
   // The copy engines' streams of every rank wait on each other's signals in the control segment.
   if (copy_engines_ != nullptr && braid_ != nullptr && braid_->engine)
-    for (int q = 0; q < nranks_; ++q)
-      for (int s = 0; s < engine::kPathSignals; ++s) braid_->engine->path_signal(q, s)->store(~0ull >> 1);
+    for (int q = 0; q < nranks_; ++q) braid_->engine->release_path_signals(q);
 }
 
 void Orchestrator::on_thread_start() { cudaSetDevice(device_); }
@@ -518,7 +511,7 @@ Result Orchestrator::prepare_copy_engines() {
   const auto began = std::chrono::steady_clock::now();
   BRAID_TRY(lane_->wait_idle());
   // Mapping and scratch wait for the device; other communicators' progress threads may be busy.
-  quiet_lanes("multipath: mapping peers' buffers", kQuietBoundSeconds);
+  quiet_lanes("multipath: mapping peers' buffers", kQuietLanesSeconds);
   const Result r = copy_engines_->path().prepare();
   cudaSetDevice(device_);
   BRAID_INFO(Balance, "multipath: the calling thread waited %.1f us for braid's progress and mapped peers' buffers",

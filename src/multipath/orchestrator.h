@@ -10,9 +10,9 @@
 // progress thread, which drives braid's engine (copies, host reductions) and then releases the
 // caller's stream through a word in pinned host memory the stream waits on (a stream memory
 // operation). The calling thread does not wait for the GPU, except when it runs more than
-// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread, or when the copy engines' meeting
-// must wait for calls with a PCIe share still in flight (the engine's exchange is one thread's at
-// a time); it waits for other ranks in that meeting.
+// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread, or before it maps a peer's new buffer
+// for the copy engines (once braid's progress has run every call handed to it); it waits for
+// other ranks in the copy engines' meeting.
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged by the progress threads through the engine's control segment,

@@ -122,7 +122,7 @@ class ProgressLane {
   // Fails the communicator (ncclCommGetAsyncError tells, every later split call fails, the peers'
   // waits end) and releases everything that waits on its shares, without waiting for the lane's
   // thread, which is stuck in a call that does not return (`text` says where). The lane watch's,
-  // once the thread has been inside one call past BRAID_TIMEOUT: an error instead of a hang.
+  // once the thread has been inside one call for twice BRAID_TIMEOUT: an error instead of a hang.
   void give_up_stuck(const std::string& text);
   // Whether the lane's thread has been inside one call for `seconds` or more: *call names it and
   // *text says for how long and at which step (lane_watch.h). Any thread.

@@ -329,8 +329,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
     const std::string why = last_error();
-    comm_->engine->path_signal(rank_, kPeerReady)->store(~0ull >> 1);
-    comm_->engine->path_signal(rank_, kPeerReadDone)->store(~0ull >> 1);
+    comm_->engine->release_path_signals(rank_);
     comm_->engine->abort();
     return fail(r, "%s (the communicator is aborted)", why.c_str());
   }

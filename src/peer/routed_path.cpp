@@ -297,7 +297,7 @@ Result RoutedPath::ensure_scratch(const std::vector<size_t>& bytes) {
     // Earlier exchanges may still relay through the old scratch.
     if (scratch_ != nullptr) r = cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize (scratch)");
     // cudaFree and cudaMalloc wait for the device: not while a progress thread has work to queue.
-    if (r == Result::Success) quiet_lanes("routed exchange: growing the relay scratch", 1.0);
+    if (r == Result::Success) quiet_lanes("routed exchange: growing the relay scratch", kQuietLanesSeconds);
     if (r == Result::Success && scratch_ != nullptr) cudaFree(scratch_), scratch_ = nullptr, scratch_bytes_ = 0;
     if (r == Result::Success) r = cuda(cudaMalloc(&scratch_, want), "cudaMalloc (relay scratch)");
     if (r == Result::Success) scratch_bytes_ = want;
@@ -333,8 +333,7 @@ Result RoutedPath::record_failure(Result r) {
 void RoutedPath::abort() {
   if (braid_ == nullptr) return;
   // Peers' streams parked on this rank's counters go on; this rank's parked streams too.
-  for (int signal : {kRoutedReady, kRoutedSent, kRoutedForwarded})
-    braid_->engine->path_signal(rank_, signal)->store(~0ull >> 1);
+  braid_->engine->release_path_signals(rank_);
   braid_->engine->abort();
 }
 
