@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace braid {
 
@@ -15,9 +16,54 @@ std::atomic<long>& in_hand() {
   return count;
 }
 
+std::atomic<long>& device_wide() {
+  static std::atomic<long> count{0};
+  return count;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
-void lane_work_began() { in_hand().fetch_add(1, std::memory_order_acq_rel); }
+// Both sides announce themselves first and look at the other second, each in sequential
+// consistency: of a job handed in and a device-wide call entering at the same time, at least one
+// sees the other (the job backs off, or the call waits for it).
+void lane_work_began() {
+  const auto began = std::chrono::steady_clock::now();
+  for (;;) {
+    in_hand().fetch_add(1, std::memory_order_seq_cst);
+    if (device_wide().load(std::memory_order_seq_cst) == 0) return;
+    if (seconds_since(began) > kHoldBackSeconds) return;
+    in_hand().fetch_sub(1, std::memory_order_seq_cst);
+    while (device_wide().load(std::memory_order_seq_cst) != 0 && seconds_since(began) <= kHoldBackSeconds)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+void device_wide_call_began(const char* what) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true, std::memory_order_relaxed))
+    BRAID_INFO(Init, "braid's CUDA gate holds back the application's device-wide CUDA calls (the first: %s)", what);
+  device_wide().fetch_add(1, std::memory_order_seq_cst);
+  if (in_hand().load(std::memory_order_seq_cst) <= 0) return;
+  const auto began = std::chrono::steady_clock::now();
+  const double bound = settings().timeout;
+  while (in_hand().load(std::memory_order_seq_cst) > 0) {
+    if (seconds_since(began) > bound) {
+      BRAID_WARN(Init, "the application's %s: braid's progress threads still had %ld split calls in hand after %.1f s; "
+                 "going ahead", what, lanes_work_in_hand(), bound);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  BRAID_TRACE(Init, "the application's %s waited %.1f us for braid's progress threads", what, seconds_since(began) * 1e6);
+}
+
+void device_wide_call_ended() { device_wide().fetch_sub(1, std::memory_order_seq_cst); }
+long device_wide_calls() { return device_wide().load(std::memory_order_seq_cst); }
+
 void lane_work_ended() { in_hand().fetch_sub(1, std::memory_order_acq_rel); }
 long lanes_work_in_hand() { return in_hand().load(std::memory_order_acquire); }
 
