@@ -240,9 +240,15 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 }
 
 bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream) {
-  if (!settings().split_groups) return false;
+  const std::string& groups = settings().split_groups;  // a Choice: auto, 1 or 0
+  if (groups == "0") return false;
   const auto state = splitting_state(comm, call);
   if (!state) return false;
+  // auto: only where holding a group back paid on GPUs (the held calls run on threads of their own).
+  if (groups == "auto" &&
+      ((call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
+       multipath::message_bytes(call, state->nranks) < static_cast<size_t>(std::max<int64_t>(0, settings().split_groups_min_bytes))))
+    return false;
   PciePath& path = *state->pcie_path;
   {
     std::lock_guard lock(path.mutex);
