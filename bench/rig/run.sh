@@ -419,7 +419,7 @@ suite_gpus() {
 # IPC on the one GPU, the per-call meeting on braid's progress thread.
 suite_copy() {
   local n=$1 c how round have
-  local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0)
+  local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 BRAID_NVLINK_ALLREDUCE_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0)
   # With a GPU per rank here, the ranks run on real GPUs (no rig wrapper): the path between GPUs.
   local -a saved_wrap=("${rank_wrap[@]}")
   have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

@@ -199,8 +199,11 @@ bool Orchestrator::wants(const SplitCall& call) const {
     if (spec == premulsum_.end() || spec->second.type != call.type) return false;
   }
   const size_t bytes = message_bytes(call, nranks_);
-  if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_copy_min_bytes)))
-    return true;
+  // AllReduce's NVLink path is a kernel on the GPU's SMs: beside a backward pass it cost DDP more
+  // than it gained (docs/PERFORMANCE.md), so it has a threshold of its own.
+  const int64_t copy_min = call.collective == Collective::AllReduce ? settings().nvlink_allreduce_min_bytes
+                                                                    : settings().nvlink_copy_min_bytes;
+  if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, copy_min))) return true;
   return bytes >= ledger_->table().split_min_bytes();
 }
 

@@ -7,7 +7,7 @@
 # each rank's threads (name, kernel wait channel) and, where gdb exists, their stacks.
 cd "$(dirname "$0")/../../../.." || exit 2
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export BRAID_NVLINK_PATH=copy BRAID_PEER_SAME_GPU=1 BRAID_NVLINK_COPY_MIN_BYTES=1048576 BRAID_DEBUG=TRACE BRAID_DEBUG_SUBSYS=BALANCE,INIT,ALLOC
+export BRAID_NVLINK_PATH=copy BRAID_PEER_SAME_GPU=1 BRAID_NVLINK_COPY_MIN_BYTES=1048576 BRAID_NVLINK_ALLREDUCE_MIN_BYTES=1048576 BRAID_DEBUG=TRACE BRAID_DEBUG_SUBSYS=BALANCE,INIT,ALLOC
 for variant in ${VARIANTS:-lane sync}; do
   unset BRAID_ASYNC BRAID_NVLINK_ON_LANE
   [ $variant = sync ] && export BRAID_ASYNC=0
