@@ -1,5 +1,7 @@
 #include "common/lane_gate.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -20,6 +22,13 @@ std::atomic<long>& device_wide() {
   static std::atomic<long> count{0};
   return count;
 }
+
+// A child made by fork() has none of the parent's progress threads nor its calls in flight: a
+// count copied from the parent would hold the child's CUDA calls back for BRAID_TIMEOUT.
+[[maybe_unused]] const int g_reset_in_child = pthread_atfork(nullptr, nullptr, [] {
+  in_hand().store(0);
+  device_wide().store(0);
+});
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -5,6 +5,8 @@
 // during such a call holds back until it ends.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -143,6 +145,20 @@ TEST(CudaGate, TheHoldBackIsBounded) {
   braid::lane_work_ended();
   app.join();
   l.install(nullptr);
+}
+
+// A child made by fork() while a split call is in hand has no progress thread: its device-wide
+// calls must not wait for the parent's jobs.
+TEST(CudaGate, AForkedChildStartsWithNothingInHand) {
+  braid::lane_work_began();
+  const pid_t child = fork();
+  if (child == 0) _exit(braid::lanes_work_in_hand() == 0 && braid::device_wide_calls() == 0 ? 0 : 1);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(braid::lanes_work_in_hand(), 1);
+  braid::lane_work_ended();
 }
 
 }  // namespace
