@@ -28,8 +28,8 @@ long lanes_work_in_hand();
 bool quiet_lanes(const char* what, double seconds);
 
 // An application thread's device-wide CUDA call, from entry to return (the companion library's
-// hooks). began() waits until no job is in hand, for at most BRAID_TIMEOUT (a job ends within the
-// bounds of its own waits), and from then until ended() new jobs hold back.
+// hooks). began() waits until no job is in hand, for at most kDeviceWideWaitSeconds or half of
+// BRAID_TIMEOUT, whichever is less, and from then until ended() new jobs hold back.
 void device_wide_call_began(const char* what);
 void device_wide_call_ended();
 // Application threads inside device-wide calls now.
@@ -40,6 +40,7 @@ long device_wide_calls();
 // it the job goes on: the caller's own next CUDA call then waits behind the device-wide call
 // instead of queueing a stream wait the device could not pass.
 inline constexpr double kHoldBackSeconds = 0.1;
+inline constexpr double kDeviceWideWaitSeconds = 5.0;
 
 // The bound braid's own calls give quiet_lanes: the lanes may wait for this very thread's next
 // call (several ranks or communicators driven by one thread), so a short one, not BRAID_TIMEOUT.
