@@ -37,7 +37,7 @@
 #                  falls back to loopback (said NOT FAIR) where namespaces are refused; its own budget
 #                  COMPETE_BUDGET (270 s); bench/rig/compete_table.py prints the ratios (docs/NET.md)
 #   gpus N         real GPUs, one per rank, on a machine with N or more: nccl-tests -t N -g 1, -g N
-#                  (braid with and without BRAID_SPLIT_GROUPS), one process per GPU (every
+#                  (braid with BRAID_SPLIT_GROUPS=auto and =1), one process per GPU (every
 #                  collective; alltoall also with BRAID_ROUTE_EXCHANGES=2), -p 1, -G 1,
 #                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
 #                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
@@ -356,7 +356,7 @@ suite_compete() {
 
 # Real GPUs, one per rank (no rig wrapper: a machine with N GPUs or more), in nccl-tests' launch
 # modes: -t N -g 1 (one process, a thread per GPU: its default), -g N (one thread driving all GPUs
-# through groups; braid with and without BRAID_SPLIT_GROUPS), one process per GPU (MPI, as torchrun
+# through groups; braid with BRAID_SPLIT_GROUPS=auto, its default, and =1), one process per GPU (MPI, as torchrun
 # does), -t N -p 1, -G 1, and -d all -o all at a size below and one above braid's split threshold.
 # -c 1, 1K to RIG_GPUS_MAX (1G), plain NCCL beside braid for nccl-tests' busbw;
 # bench/rig/busbw_table.py prints them side by side with the ratios (logs in $OUT/gpus/).
@@ -403,8 +403,8 @@ suite_gpus() {
     gpus_run plain mpi $c "$n" -- "${sizes[@]}"
     gpus_run braid mpi $c "$n" -- "${sizes[@]}"
   done
-  # One thread driving every GPU through groups last: it passed with braid passing its groups
-  # through, and BRAID_SPLIT_GROUPS gained nothing there.
+  # One thread driving every GPU through groups last: "braid" is BRAID_SPLIT_GROUPS=auto (its
+  # default: AllReduce and AllGather from 256 MiB), "braid-groups" holds every splittable call.
   for c in all_reduce all_gather reduce_scatter; do
     gpus_run plain g$n $c 1 -- "${sizes[@]}" -g "$n"
     gpus_run braid g$n $c 1 -- "${sizes[@]}" -g "$n"
