@@ -22,10 +22,20 @@ namespace {
 std::atomic<const braid_cuda_gate_hooks*> g_hooks{nullptr};
 std::atomic<unsigned long> g_bracketed{0};
 
-// The runtime's own definition of `name`. After this library in the global scope (an application
-// linked against the runtime and loaded after us), or in a runtime some library loaded with
-// dlopen, which is not in the global scope at all (Python extensions).
-void* find_runtime_symbol(const char* name, void* self) {
+// The runtime's own definition of `name`, as the caller at `return_address` would have bound it
+// without the gate: looked up in the caller's own object and its dependencies (a handle's scope,
+// which leaves out the global scope and with it the gate), so that a process holding two runtimes
+// still reaches the caller's. Failing that, after this library in the global scope, or in any
+// loaded runtime by name.
+void* find_runtime_symbol(const char* name, void* self, void* return_address) {
+  Dl_info caller{};
+  if (return_address != nullptr && dladdr(return_address, &caller) != 0 && caller.dli_fname != nullptr) {
+    if (void* handle = dlopen(caller.dli_fname, RTLD_LAZY | RTLD_NOLOAD)) {
+      void* f = dlsym(handle, name);
+      dlclose(handle);
+      if (f != nullptr && f != self) return f;
+    }
+  }
   void* f = dlsym(RTLD_NEXT, name);
   if (f != nullptr && f != self) return f;
   struct Search {
@@ -50,10 +60,10 @@ void* find_runtime_symbol(const char* name, void* self) {
 }
 
 template <class Fn>
-Fn runtime(std::atomic<Fn>& cache, const char* name, Fn self) {
+Fn runtime(std::atomic<Fn>& cache, const char* name, Fn self, void* return_address) {
   Fn f = cache.load(std::memory_order_acquire);
   if (f == nullptr) {
-    f = reinterpret_cast<Fn>(find_runtime_symbol(name, reinterpret_cast<void*>(self)));
+    f = reinterpret_cast<Fn>(find_runtime_symbol(name, reinterpret_cast<void*>(self), return_address));
     cache.store(f, std::memory_order_release);
   }
   return f;
@@ -138,7 +148,7 @@ BRAID_GATE_EXPORT unsigned long braid_cuda_gate_bracketed(void) { return g_brack
   BRAID_GATE_EXPORT int name params {                                            \
     using Fn = int(*) params;                                                    \
     static std::atomic<Fn> cache{nullptr};                                       \
-    const Fn real = runtime<Fn>(cache, #name, &name);                            \
+    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                            \
     if (real == nullptr) return kNoRuntime;                                      \
     Bracket bracket(#name);                                                      \
     return real args;                                                            \
@@ -156,7 +166,7 @@ BRAID_GATE_FORWARD(cudaHostUnregister, (void* p), (p))
   BRAID_GATE_EXPORT int name(const void* func, Dim3 grid, Dim3 block, void** args, size_t shared, void* stream) { \
     using Fn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);                                     \
     static std::atomic<Fn> cache{nullptr};                                                                   \
-    const Fn real = runtime<Fn>(cache, #name, &name);                                                        \
+    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                                                        \
     if (real == nullptr) return kNoRuntime;                                                                  \
     return launch(func, #name, [&] { return real(func, grid, block, args, shared, stream); });              \
   }
@@ -173,7 +183,7 @@ BRAID_GATE_LAUNCH(__cudaLaunchKernel_ptsz)
   BRAID_GATE_EXPORT int name(const void* config, const void* func, void** args) {                  \
     using Fn = int (*)(const void*, const void*, void**);                                          \
     static std::atomic<Fn> cache{nullptr};                                                          \
-    const Fn real = runtime<Fn>(cache, #name, &name);                                               \
+    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                                               \
     if (real == nullptr) return kNoRuntime;                                                         \
     return launch(func, #name, [&] { return real(config, func, args); });                          \
   }
@@ -186,7 +196,7 @@ BRAID_GATE_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
   BRAID_GATE_EXPORT int name params {                                   \
     using Fn = int(*) params;                                           \
     static std::atomic<Fn> cache{nullptr};                              \
-    const Fn real = runtime<Fn>(cache, #name, &name);                   \
+    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                   \
     if (real == nullptr) return kNoRuntime;                             \
     return launch(func, #name, [&] { return real args; });              \
   }
