@@ -25,8 +25,8 @@ std::atomic<unsigned long> g_bracketed{0};
 // The runtime's own definition of `name`, as the caller at `return_address` would have bound it
 // without the gate: looked up in the caller's own object and its dependencies (a handle's scope,
 // which leaves out the global scope and with it the gate), so that a process holding two runtimes
-// still reaches the caller's. Failing that, after this library in the global scope, or in any
-// loaded runtime by name.
+// still reaches the caller's (after a tail call, the caller's caller's). Failing that, after this
+// library in the global scope, or in any loaded runtime by name.
 void* find_runtime_symbol(const char* name, void* self, void* return_address) {
   Dl_info caller{};
   if (return_address != nullptr && dladdr(return_address, &caller) != 0 && caller.dli_fname != nullptr) {
@@ -59,12 +59,46 @@ void* find_runtime_symbol(const char* name, void* self, void* return_address) {
   return search.found;
 }
 
+// The resolved runtime function per call site (a return address calls one entry point, from one
+// object), so that each caller reaches its own runtime: resolved at a site's first call, like lazy
+// binding, then one probe. Full, a site shares the entry point's first resolution.
+constexpr size_t kSiteSlots = size_t{1} << 15;
+struct Site {
+  std::atomic<uintptr_t> address{0};
+  std::atomic<void*> function{nullptr};
+};
+Site g_sites[kSiteSlots];
+
+size_t hash_slot(uintptr_t key, size_t slots) {
+  return static_cast<size_t>((key >> 2) * 0x9E3779B97F4A7C15ull >> 40) % slots;
+}
+
 template <class Fn>
-Fn runtime(std::atomic<Fn>& cache, const char* name, Fn self, void* return_address) {
-  Fn f = cache.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = reinterpret_cast<Fn>(find_runtime_symbol(name, reinterpret_cast<void*>(self), return_address));
-    cache.store(f, std::memory_order_release);
+Fn runtime(std::atomic<Fn>& fallback, const char* name, Fn self, void* return_address) {
+  const auto site = reinterpret_cast<uintptr_t>(return_address);
+  size_t free_slot = kSiteSlots;
+  for (size_t i = hash_slot(site, kSiteSlots), probes = 0; probes < 32; i = (i + 1) % kSiteSlots, ++probes) {
+    const uintptr_t at = g_sites[i].address.load(std::memory_order_acquire);
+    if (at == site) {
+      if (void* f = g_sites[i].function.load(std::memory_order_acquire)) return reinterpret_cast<Fn>(f);
+      break;  // being filled by another thread: resolve below
+    }
+    if (at == 0) {
+      free_slot = i;
+      break;
+    }
+  }
+  if (free_slot == kSiteSlots) {
+    if (Fn shared = fallback.load(std::memory_order_acquire)) return shared;
+  }
+  auto* f = reinterpret_cast<Fn>(find_runtime_symbol(name, reinterpret_cast<void*>(self), return_address));
+  if (f == nullptr) return fallback.load(std::memory_order_acquire);
+  Fn expected = nullptr;
+  fallback.compare_exchange_strong(expected, f, std::memory_order_acq_rel);
+  if (free_slot < kSiteSlots) {
+    uintptr_t empty = 0;
+    if (g_sites[free_slot].address.compare_exchange_strong(empty, site, std::memory_order_acq_rel))
+      g_sites[free_slot].function.store(reinterpret_cast<void*>(f), std::memory_order_release);
   }
   return f;
 }
@@ -94,11 +128,10 @@ class Bracket {
 constexpr size_t kSeenSlots = size_t{1} << 16;
 std::atomic<uintptr_t> g_seen[kSeenSlots];
 
-size_t slot_of(uintptr_t key) { return static_cast<size_t>((key >> 4) * 0x9E3779B97F4A7C15ull >> 48) % kSeenSlots; }
 
 bool seen(const void* func) {
   const auto key = reinterpret_cast<uintptr_t>(func);
-  for (size_t i = slot_of(key), probes = 0; probes < 64; i = (i + 1) % kSeenSlots, ++probes) {
+  for (size_t i = hash_slot(key, kSeenSlots), probes = 0; probes < 64; i = (i + 1) % kSeenSlots, ++probes) {
     const uintptr_t k = g_seen[i].load(std::memory_order_acquire);
     if (k == key) return true;
     if (k == 0) return false;
@@ -109,7 +142,7 @@ bool seen(const void* func) {
 void mark_seen(const void* func) {
   const auto key = reinterpret_cast<uintptr_t>(func);
   if (key == 0) return;
-  for (size_t i = slot_of(key), probes = 0; probes < 64; i = (i + 1) % kSeenSlots, ++probes) {
+  for (size_t i = hash_slot(key, kSeenSlots), probes = 0; probes < 64; i = (i + 1) % kSeenSlots, ++probes) {
     uintptr_t k = g_seen[i].load(std::memory_order_acquire);
     if (k == key) return;
     if (k == 0 && g_seen[i].compare_exchange_strong(k, key, std::memory_order_acq_rel)) return;

@@ -74,6 +74,26 @@ TEST(CudaGate, BracketsTheApplicationsDeviceWideCallsAndForwardsThem) {
   l.install(nullptr);
 }
 
+// A process holding two runtimes: each caller reaches the one it links, not the first one found.
+TEST(CudaGate, EachCallerReachesItsOwnRuntime) {
+  const Loaded& l = loaded();
+  ASSERT_TRUE(l.install && l.free && l.frees);
+  void* other = dlopen(BRAID_GATE_OTHER_CALLER, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(other, nullptr) << dlerror();
+  auto other_free = reinterpret_cast<int (*)(void*)>(dlsym(other, "caller_free"));
+  auto other_frees = reinterpret_cast<int (*)()>(dlsym(other, "fake_runtime_frees"));
+  ASSERT_TRUE(other_free && other_frees);
+  l.install(&kCounting);
+  const int began = g_began.load(), mine = l.frees(), theirs = other_frees();
+  EXPECT_EQ(l.free(nullptr), 0);
+  EXPECT_EQ(other_free(nullptr), 0);
+  EXPECT_EQ(other_free(nullptr), 0);
+  EXPECT_EQ(l.frees(), mine + 1);
+  EXPECT_EQ(other_frees(), theirs + 2);
+  EXPECT_EQ(g_began.load(), began + 3);  // both through the gate
+  l.install(nullptr);
+}
+
 TEST(CudaGate, BracketsOnlyAKernelsFirstLaunch) {
   const Loaded& l = loaded();
   ASSERT_TRUE(l.install && l.launch && l.launches);
