@@ -53,11 +53,13 @@ void lane_work_began() {
 }
 
 void device_wide_call_began(const char* what) {
+  device_wide().fetch_add(1, std::memory_order_seq_cst);
+  if (in_hand().load(std::memory_order_seq_cst) <= 0) return;
+  // Only once braid has split calls in hand: braid's settings and log are read at its first NCCL
+  // call, and an application may set them until then.
   static std::atomic<bool> said{false};
   if (!said.exchange(true, std::memory_order_relaxed))
     BRAID_INFO(Init, "braid's CUDA gate holds back the application's device-wide CUDA calls (the first: %s)", what);
-  device_wide().fetch_add(1, std::memory_order_seq_cst);
-  if (in_hand().load(std::memory_order_seq_cst) <= 0) return;
   const auto began = std::chrono::steady_clock::now();
   // A job ends within milliseconds unless a peer is late. In a process that drives several ranks
   // that peer may be this process's own thread, held at this gate: a bound under BRAID_TIMEOUT lets
