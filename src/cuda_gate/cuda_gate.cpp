@@ -128,7 +128,6 @@ class Bracket {
 constexpr size_t kSeenSlots = size_t{1} << 16;
 std::atomic<uintptr_t> g_seen[kSeenSlots];
 
-
 bool seen(const void* func) {
   const auto key = reinterpret_cast<uintptr_t>(func);
   for (size_t i = hash_slot(key, kSeenSlots), probes = 0; probes < 64; i = (i + 1) % kSeenSlots, ++probes) {
@@ -176,15 +175,27 @@ BRAID_GATE_EXPORT void braid_cuda_gate_install(const braid_cuda_gate_hooks* hook
 BRAID_GATE_EXPORT unsigned long braid_cuda_gate_bracketed(void) { return g_bracketed.load(std::memory_order_relaxed); }
 
 // Each interposer: the runtime's function, bracketed. Signatures as in cuda_runtime_api.h (C ABI;
-// cudaError_t is an int-sized enum, streams and configs are pointers).
-#define BRAID_GATE_FORWARD(name, params, args)                                   \
-  BRAID_GATE_EXPORT int name params {                                            \
-    using Fn = int(*) params;                                                    \
-    static std::atomic<Fn> cache{nullptr};                                       \
-    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                            \
-    if (real == nullptr) return kNoRuntime;                                      \
-    Bracket bracket(#name);                                                      \
-    return real args;                                                            \
+// cudaError_t is an int-sized enum, dim3 is passed by value, streams and configs are pointers).
+// `real`: the runtime's own function for this call site; returns kNoRuntime when there is none.
+#define BRAID_GATE_RESOLVE(name, params)                                                     \
+  using Fn = int(*) params;                                                                  \
+  static std::atomic<Fn> cache{nullptr};                                                     \
+  const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));             \
+  if (real == nullptr) return kNoRuntime
+
+// A call that may wait for the whole device: bracketed every time.
+#define BRAID_GATE_FORWARD(name, params, args) \
+  BRAID_GATE_EXPORT int name params {          \
+    BRAID_GATE_RESOLVE(name, params);          \
+    Bracket bracket(#name);                    \
+    return real args;                          \
+  }
+
+// A call that names a kernel and, under lazy loading, loads it on first use: bracketed only then.
+#define BRAID_GATE_FIRST_USE(name, params, func, args)                  \
+  BRAID_GATE_EXPORT int name params {                                   \
+    BRAID_GATE_RESOLVE(name, params);                                   \
+    return launch(func, #name, [&] { return real args; });              \
   }
 
 BRAID_GATE_FORWARD(cudaFree, (void* p), (p))
@@ -195,45 +206,18 @@ BRAID_GATE_FORWARD(cudaFreeHost, (void* p), (p))
 BRAID_GATE_FORWARD(cudaHostRegister, (void* p, size_t bytes, unsigned flags), (p, bytes, flags))
 BRAID_GATE_FORWARD(cudaHostUnregister, (void* p), (p))
 
-#define BRAID_GATE_LAUNCH(name)                                                                              \
-  BRAID_GATE_EXPORT int name(const void* func, Dim3 grid, Dim3 block, void** args, size_t shared, void* stream) { \
-    using Fn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);                                     \
-    static std::atomic<Fn> cache{nullptr};                                                                   \
-    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                                                        \
-    if (real == nullptr) return kNoRuntime;                                                                  \
-    return launch(func, #name, [&] { return real(func, grid, block, args, shared, stream); });              \
-  }
-
-BRAID_GATE_LAUNCH(cudaLaunchKernel)
-BRAID_GATE_LAUNCH(cudaLaunchKernel_ptsz)
+#define BRAID_GATE_LAUNCH_PARAMS (const void* func, Dim3 grid, Dim3 block, void** args, size_t shared, void* stream)
+#define BRAID_GATE_LAUNCH_ARGS (func, grid, block, args, shared, stream)
+BRAID_GATE_FIRST_USE(cudaLaunchKernel, BRAID_GATE_LAUNCH_PARAMS, func, BRAID_GATE_LAUNCH_ARGS)
+BRAID_GATE_FIRST_USE(cudaLaunchKernel_ptsz, BRAID_GATE_LAUNCH_PARAMS, func, BRAID_GATE_LAUNCH_ARGS)
 // What nvcc's launch stubs call since CUDA 12.8 (`kernel<<<...>>>`), with the kernel's handle from
 // __cudaGetKernel in place of the stub's address.
-BRAID_GATE_LAUNCH(__cudaLaunchKernel)
-BRAID_GATE_LAUNCH(__cudaLaunchKernel_ptsz)
-
+BRAID_GATE_FIRST_USE(__cudaLaunchKernel, BRAID_GATE_LAUNCH_PARAMS, func, BRAID_GATE_LAUNCH_ARGS)
+BRAID_GATE_FIRST_USE(__cudaLaunchKernel_ptsz, BRAID_GATE_LAUNCH_PARAMS, func, BRAID_GATE_LAUNCH_ARGS)
 // cudaLaunchKernelExC(const cudaLaunchConfig_t*, const void* func, void** args).
-#define BRAID_GATE_LAUNCH_EX(name)                                                                  \
-  BRAID_GATE_EXPORT int name(const void* config, const void* func, void** args) {                  \
-    using Fn = int (*)(const void*, const void*, void**);                                          \
-    static std::atomic<Fn> cache{nullptr};                                                          \
-    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                                               \
-    if (real == nullptr) return kNoRuntime;                                                         \
-    return launch(func, #name, [&] { return real(config, func, args); });                          \
-  }
-
-BRAID_GATE_LAUNCH_EX(cudaLaunchKernelExC)
-BRAID_GATE_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
-
-// Calls that name a kernel and, under lazy loading, load it on their first use.
-#define BRAID_GATE_FIRST_USE(name, params, func, args)                  \
-  BRAID_GATE_EXPORT int name params {                                   \
-    using Fn = int(*) params;                                           \
-    static std::atomic<Fn> cache{nullptr};                              \
-    const Fn real = runtime<Fn>(cache, #name, &name, __builtin_return_address(0));                   \
-    if (real == nullptr) return kNoRuntime;                             \
-    return launch(func, #name, [&] { return real args; });              \
-  }
-
+BRAID_GATE_FIRST_USE(cudaLaunchKernelExC, (const void* config, const void* func, void** args), func, (config, func, args))
+BRAID_GATE_FIRST_USE(cudaLaunchKernelExC_ptsz, (const void* config, const void* func, void** args), func,
+                     (config, func, args))
 BRAID_GATE_FIRST_USE(cudaFuncGetAttributes, (void* attributes, const void* func), func, (attributes, func))
 BRAID_GATE_FIRST_USE(cudaFuncSetAttribute, (const void* func, int attribute, int value), func, (func, attribute, value))
 BRAID_GATE_FIRST_USE(cudaOccupancyMaxActiveBlocksPerMultiprocessor,
