@@ -35,6 +35,16 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Waits until no job is in hand, for at most `seconds`; whether none is.
+bool lanes_idle_within(double seconds) {
+  const auto began = std::chrono::steady_clock::now();
+  while (in_hand().load(std::memory_order_seq_cst) > 0) {
+    if (seconds_since(began) > seconds) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
+}
+
 }  // namespace
 
 // Both sides announce themselves first and look at the other second, each in sequential
@@ -60,18 +70,15 @@ void device_wide_call_began(const char* what) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true, std::memory_order_relaxed))
     BRAID_INFO(Init, "braid's CUDA gate holds back the application's device-wide CUDA calls (the first: %s)", what);
-  const auto began = std::chrono::steady_clock::now();
   // A job ends within milliseconds unless a peer is late. In a process that drives several ranks
   // that peer may be this process's own thread, held at this gate: a bound under BRAID_TIMEOUT lets
   // it go on before the job's own wait for it fails the communicator.
   const double bound = std::min(settings().timeout / 2, kDeviceWideWaitSeconds);
-  while (in_hand().load(std::memory_order_seq_cst) > 0) {
-    if (seconds_since(began) > bound) {
-      BRAID_WARN(Init, "the application's %s: braid's progress threads still had %ld split calls in hand after %.1f s; "
-                 "going ahead", what, lanes_work_in_hand(), bound);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  const auto began = std::chrono::steady_clock::now();
+  if (!lanes_idle_within(bound)) {
+    BRAID_WARN(Init, "the application's %s: braid's progress threads still had %ld split calls in hand after %.1f s; "
+               "going ahead", what, lanes_work_in_hand(), bound);
+    return;
   }
   BRAID_TRACE(Init, "the application's %s waited %.1f us for braid's progress threads", what, seconds_since(began) * 1e6);
 }
@@ -85,17 +92,12 @@ long lanes_work_in_hand() { return in_hand().load(std::memory_order_acquire); }
 bool quiet_lanes(const char* what, double seconds) {
   if (lanes_work_in_hand() <= 0) return true;
   const auto began = std::chrono::steady_clock::now();
-  const auto bound = std::chrono::duration<double>(seconds);
-  while (lanes_work_in_hand() > 0) {
-    if (std::chrono::steady_clock::now() - began > bound) {
-      BRAID_INFO(Init, "%s: braid's progress threads still had %ld split calls in hand after %.1f s; going ahead",
-                 what, lanes_work_in_hand(), seconds);
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (!lanes_idle_within(seconds)) {
+    BRAID_INFO(Init, "%s: braid's progress threads still had %ld split calls in hand after %.1f s; going ahead",
+               what, lanes_work_in_hand(), seconds);
+    return false;
   }
-  BRAID_TRACE(Init, "%s: waited %.1f us for braid's progress threads", what,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() * 1e6);
+  BRAID_TRACE(Init, "%s: waited %.1f us for braid's progress threads", what, seconds_since(began) * 1e6);
   return true;
 }
 
