@@ -36,7 +36,8 @@ bool MappingCache::find(const Key& key, uint64_t call, unsigned char** base) {
 
 size_t MappingCache::close_unused_before(uint64_t call) {
   bool any = false;
-  for (const auto& [key, mapping] : mappings_) any = any || mapping.last_call < call;
+  for (const auto& [key, mapping] : mappings_)
+    any = any || (mapping.last_call < call && !(hooks_.pinned && hooks_.pinned(key)));
   if (!any || hooks_.drain() != Result::Success) return 0;
   const size_t closed = close_last_used_before(call);
   BRAID_INFO(Alloc, "peer mappings: an open failed; closed the %zu not used by this call and tried again", closed);
@@ -46,7 +47,7 @@ size_t MappingCache::close_unused_before(uint64_t call) {
 size_t MappingCache::close_last_used_before(uint64_t call) {
   size_t closed = 0;
   for (auto m = mappings_.begin(); m != mappings_.end();) {
-    if (m->second.last_call >= call) {
+    if (m->second.last_call >= call || (hooks_.pinned && hooks_.pinned(m->first))) {
       ++m;
       continue;
     }
@@ -55,6 +56,24 @@ size_t MappingCache::close_last_used_before(uint64_t call) {
     ++closed;
   }
   return closed;
+}
+
+void MappingPins::pin(const std::vector<Key>& keys) {
+  std::lock_guard lock(mutex_);
+  for (const Key& key : keys) ++counts_[key];
+}
+
+void MappingPins::unpin(const std::vector<Key>& keys) {
+  std::lock_guard lock(mutex_);
+  for (const Key& key : keys) {
+    auto it = counts_.find(key);
+    if (it != counts_.end() && --it->second <= 0) counts_.erase(it);
+  }
+}
+
+bool MappingPins::pinned(const Key& key) const {
+  std::lock_guard lock(mutex_);
+  return counts_.count(key) != 0;
 }
 
 void MappingCache::close_all() {

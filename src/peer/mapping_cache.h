@@ -12,11 +12,28 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <vector>
 
 #include "common/result.h"
 #include "peer/allocation_record.h"
 
 namespace braid::peer {
+
+// The mappings CUDA graphs captured calls on: they stay open while such a graph lives, since a
+// replay reads them long after the call that mapped them. A graph lets go of its pins from a CUDA
+// thread when it is destroyed, which may be after the path itself is gone: held by shared_ptr.
+class MappingPins {
+ public:
+  using Key = AllocationRecord;
+  void pin(const std::vector<Key>& keys);
+  void unpin(const std::vector<Key>& keys);
+  bool pinned(const Key& key) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<Key, int> counts_;
+};
 
 class MappingCache {
  public:
@@ -25,6 +42,9 @@ class MappingCache {
     std::function<Result(const Key&, unsigned char**)> open;
     std::function<void(const Key&, unsigned char*)> close;  // the key says how it was opened
     std::function<Result()> drain;  // the work queued so far that may read a mapping has finished
+    // Whether a CUDA graph holds the mapping (MappingPins): then it is never closed but by
+    // close_all. May be empty.
+    std::function<bool(const Key&)> pinned;
   };
 
   MappingCache(size_t capacity, Hooks hooks) : capacity_(capacity), hooks_(std::move(hooks)) {}

@@ -16,7 +16,29 @@ enum PeerSignal : int {
   kRoutedReady = 2,
   kRoutedSent = 3,
   kRoutedForwarded = 4,
+  // Calls captured in a CUDA graph (graph_barriers below).
+  kPeerGraphPhase = 5,
 };
+
+// A call captured in a CUDA graph is replayed with the values it was captured with, so its
+// signals cannot count calls as kPeerReady's do. Instead each rank's kPeerGraphPhase flag cycles
+// through three one-hot states, one per barrier, and every captured call passes all three, so a
+// replay ends where it began (a flag never raised reads 0, which passes no barrier). A rank
+// raises a barrier's state and then waits until each peer's flag has a bit of `pass_mask`: that
+// barrier's state or the next one, since a peer that has passed this barrier may already have
+// raised the next but cannot pass that one without this rank. Waits are stream memory
+// operations (CU_STREAM_WAIT_VALUE_AND), which a graph captures; releasing a flag to all ones
+// passes every barrier.
+struct GraphBarrier {
+  uint64_t state = 0;
+  uint64_t pass_mask = 0;
+};
+enum GraphBarrierStep : int {
+  kGraphInputsReady = 0,  // every rank's input is ready (and its output may be written)
+  kGraphReadsDone = 1,    // every rank has read its peers' buffers (and written their outputs)
+  kGraphRearmed = 2,      // every rank has seen the others' reads done: the flags may cycle again
+};
+inline constexpr GraphBarrier kGraphBarriers[3] = {{1, 1 | 2}, {2, 2 | 4}, {4, 4 | 1}};
 
 // AllReduce parts start on this many bytes, so the kernel's 16-byte accesses line up wherever the
 // caller's buffer does.

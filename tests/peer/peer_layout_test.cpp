@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+#include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace braid::peer {
@@ -172,6 +176,82 @@ TEST(PeerMappingCache, FindOpensNothing) {
   EXPECT_TRUE(cache.find(key(1), 2, &found));
   EXPECT_EQ(found, base);
   EXPECT_EQ(ipc.opens, 1u);
+}
+
+// A mapping a CUDA graph captured stays open past the cache's capacity, whatever calls came since,
+// until the graph lets go of it.
+TEST(PeerMappingCache, APinnedMappingOutlivesEvictionUntilUnpinned) {
+  FakeIpc ipc;
+  auto pins = std::make_shared<MappingPins>();
+  MappingCache::Hooks hooks = ipc.hooks();
+  hooks.pinned = [pins](const MappingCache::Key& k) { return pins->pinned(k); };
+  MappingCache cache(2, hooks);
+  unsigned char *graphs = nullptr, *other = nullptr;
+  ASSERT_EQ(cache.get(key(1), 1, &graphs), Result::Success);
+  pins->pin({key(1)});
+  for (uint64_t call = 2; call < 12; ++call) ASSERT_EQ(cache.get(key(100 + call), call, &other), Result::Success);
+  EXPECT_EQ(ipc.closed.count(graphs), 0u);
+  unsigned char* found = nullptr;
+  EXPECT_TRUE(cache.find(key(1), 12, &found));
+  pins->unpin({key(1)});
+  EXPECT_FALSE(pins->pinned(key(1)));
+  for (uint64_t call = 20; call < 24; ++call) ASSERT_EQ(cache.get(key(100 + call), call, &other), Result::Success);
+  EXPECT_EQ(ipc.closed.count(graphs), 1u);
+}
+
+// Two graphs pinning one mapping: it stays pinned until both are gone.
+TEST(PeerMappingCache, PinsCount) {
+  MappingPins pins;
+  pins.pin({key(1), key(2)});
+  pins.pin({key(1)});
+  pins.unpin({key(1), key(2)});
+  EXPECT_TRUE(pins.pinned(key(1)));
+  EXPECT_FALSE(pins.pinned(key(2)));
+  pins.unpin({key(1)});
+  EXPECT_FALSE(pins.pinned(key(1)));
+}
+
+// The captured calls' barriers (kGraphBarriers), as the GPU runs them: each rank raises a state on
+// its flag and waits until every peer's flag has a bit of the pass mask. Ranks are threads with
+// random delays; a call is replayed many times with the same values, as a graph's is. No rank
+// may pass a barrier before every rank has reached it, and no rank may wait for ever.
+TEST(PeerLayout, GraphBarriersHoldAcrossReplaysWithFixedValues) {
+  for (int nranks : {2, 3, 8}) {
+    constexpr int kReplays = 300;
+    std::vector<std::atomic<uint64_t>> flags(nranks);
+    // arrived[replay * 3 + step]: ranks that reached that barrier.
+    std::vector<std::atomic<int>> arrived(kReplays * 3);
+    std::atomic<int> early{0};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < nranks; ++r)
+      ranks.emplace_back([&, r] {
+        std::mt19937 random(r + 17);
+        for (int replay = 0; replay < kReplays; ++replay)
+          for (int step = 0; step < 3; ++step) {
+            if (random() % 4 == 0) std::this_thread::yield();
+            arrived[replay * 3 + step].fetch_add(1);
+            flags[r].store(kGraphBarriers[step].state);
+            for (int q = 0; q < nranks; ++q)
+              while ((flags[q].load() & kGraphBarriers[step].pass_mask) == 0) std::this_thread::yield();
+            if (arrived[replay * 3 + step].load() != nranks) early.fetch_add(1);
+          }
+      });
+    for (std::thread& t : ranks) t.join();
+    EXPECT_EQ(early.load(), 0) << nranks << " ranks";
+  }
+}
+
+// A flag never raised passes no barrier, and a released one (all ones) passes every barrier.
+TEST(PeerLayout, GraphBarriersStartClosedAndOpenWhenReleased) {
+  for (const GraphBarrier& b : kGraphBarriers) {
+    EXPECT_EQ(0u & b.pass_mask, 0u);
+    EXPECT_NE((~0ull >> 1) & b.pass_mask, 0u);
+  }
+  // A peer at a barrier passes it; one still at the barrier before it does not.
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_NE(kGraphBarriers[step].state & kGraphBarriers[step].pass_mask, 0u);
+    EXPECT_EQ(kGraphBarriers[(step + 2) % 3].state & kGraphBarriers[step].pass_mask, 0u);
+  }
 }
 
 }  // namespace
