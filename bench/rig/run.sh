@@ -60,6 +60,11 @@
 #                  (NCCL_CUMEM_ENABLE=1) that CUDA IPC cannot export, carried by braid's PCIe path
 #                  until the refusal applies; and hosttime's -C 1 comparison with the path on
 #                  (copy/hosttime/, which summarize.py compares like hosttime's)
+#   graph N        calls captured in CUDA graphs (nccl-tests -G) on braid's NVLink path (the copy
+#                  suite's settings): all_reduce -d all -o all and all_gather -d all with -c 1, each
+#                  graph replayed 3 times; cuMem buffers with -c 3 -G 5; then, with a GPU per rank,
+#                  all_gather and all_reduce -G 5 with default settings, plain and braid (busbw_table.py). Counts
+#                  the INFO line that says captured calls ride braid's NVLink path
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -415,6 +420,31 @@ suite_gpus() {
   cat "$OUT/busbw_table.txt" >> "$rig_summary"
 }
 
+# Calls captured in CUDA graphs on braid's NVLink path (see the header).
+suite_graph() {
+  local n=$1 c how
+  local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 BRAID_NVLINK_ALLREDUCE_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0 BRAID_NVLINK_GRAPH_MIN_BYTES 1048576)
+  local -a saved_wrap=("${rank_wrap[@]}")
+  if (($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= n)); then rank_wrap=(); say "graph $n: one GPU per rank"; fi
+  launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS COLL,INIT
+  run "$OUT/graph/braid_n${n}_all_reduce.log" 180 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 2 -w 1 -c 1 -G 3 -T 40
+  run "$OUT/graph/braid_n${n}_all_gather.log" 150 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 2 -w 1 -c 1 -G 3 -T 40
+  launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS COLL,INIT
+  run "$OUT/graph/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 3 -G 5 -T 40
+  # Default settings: what a user of graphs gets, against NCCL's own (with a GPU per rank only:
+  # on the rig braid's default settings leave the NVLink path off).
+  ((${#rank_wrap[@]} == 0)) && for c in all_gather all_reduce; do
+    for how in plain braid; do
+      launch "$how" "$n"
+      run "$OUT/graph/${how}_default-n${n}_${c}.log" 120 "${L[@]}" "$nt/${c}_perf" -b 1M -e 1G -f 4 -n 10 -w 2 -c 1 -G 5 -T 40
+    done
+  done
+  rank_wrap=("${saved_wrap[@]}")
+  grep -l "captured in CUDA graphs ride braid's NVLink path" "$OUT"/graph/braid_*.log 2>/dev/null |
+    sed "s|^|graph $n: captured calls rode braid's NVLink path in |" | tee -a "$rig_summary"
+  python3 "$root/bench/rig/busbw_table.py" "$OUT/graph" | tee "$OUT/graph/busbw_table.txt" >> "$rig_summary"
+}
+
 # braid's NVLink copy-engine path on the rig (see the header): the ranks' buffers shared by CUDA
 # IPC on the one GPU, the per-call meeting on braid's progress thread.
 suite_copy() {
@@ -508,6 +538,7 @@ while ((i < ${#args[@]})); do
     gpus) suite_gpus "$n" ;;
     route) suite_route "$n" ;;
     copy) suite_copy "$n" ;;
+    graph) suite_graph "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -516,7 +547,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy graph 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

@@ -199,6 +199,18 @@ Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
                       "cuStreamWaitValue64");
 }
 
+Result CudaBackend::wait_for_bits_on_stream(cudaStream_t s, const std::atomic<uint64_t>* counter, uint64_t mask) {
+  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
+  unsigned long long addr = 0;
+  BRAID_TRY(counter_address(counter, &addr));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waited_.insert(const_cast<std::atomic<uint64_t>*>(counter));
+  }
+  return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, mask, CU_STREAM_WAIT_VALUE_AND),
+                      "cuStreamWaitValue64 (any bit)");
+}
+
 Result CudaBackend::raise(int queue, device::Signal signal) {
   cudaStream_t s;
   BRAID_TRY(stream_of(queue, &s));

@@ -47,6 +47,9 @@ class CudaBackend final : public device::Backend {
   // NVLink copy-engine path's, src/peer): counters in host memory registered with this backend.
   Result wait_on_stream(cudaStream_t stream, device::Signal until);
   Result raise_on_stream(cudaStream_t stream, device::Signal signal);
+  // `stream` waits until `counter` has any bit of `mask` set (CU_STREAM_WAIT_VALUE_AND): the
+  // barriers of calls captured in a CUDA graph (peer/peer_layout.h).
+  Result wait_for_bits_on_stream(cudaStream_t stream, const std::atomic<uint64_t>* counter, uint64_t mask);
   // Blocks per reduction kernel (BRAID_REDUCE_BLOCKS).
   static unsigned reduce_blocks();
   void* device_scratch(size_t bytes) override;

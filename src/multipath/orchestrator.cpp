@@ -198,13 +198,16 @@ bool Orchestrator::wants(const SplitCall& call) const {
     const auto spec = premulsum_.find(call.op);
     if (spec == premulsum_.end() || spec->second.type != call.type) return false;
   }
-  const size_t bytes = message_bytes(call, nranks_);
+  if (copy_engines_take(call)) return true;
+  return message_bytes(call, nranks_) >= ledger_->table().split_min_bytes();
+}
+
+bool Orchestrator::copy_engines_take(const SplitCall& call) const {
   // AllReduce's NVLink path is a kernel on the GPU's SMs: beside a backward pass it cost DDP more
   // than it gained (docs/PERFORMANCE.md), so it has a threshold of its own.
   const int64_t copy_min = call.collective == Collective::AllReduce ? settings().nvlink_allreduce_min_bytes
                                                                     : settings().nvlink_copy_min_bytes;
-  if (rides_copy_engines(call) && bytes >= static_cast<size_t>(std::max<int64_t>(0, copy_min))) return true;
-  return bytes >= ledger_->table().split_min_bytes();
+  return rides_copy_engines(call) && message_bytes(call, nranks_) >= static_cast<size_t>(std::max<int64_t>(0, copy_min));
 }
 
 // Operators made on the communicator (PreMulSum) have values from ncclNumOps on.
@@ -507,6 +510,42 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
   bool carried = false;
   BRAID_TRY(nccl_path_->enqueue(share, range, stream, &carried));
   if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
+  return Result::Success;
+}
+
+Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bool* carried) {
+  *carried = false;
+  std::string text;
+  if (const Result f = failure(&text); f != Result::Success)
+    return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
+  if (!copy_engines_take(call) ||
+      message_bytes(call, nranks_) < static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_graph_min_bytes)))
+    return Result::Success;
+  const cuda::DeviceScope on_device(device_);
+  BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
+  // Exporting this rank's buffers and mapping the peers' are calls a capture in global or
+  // thread-local mode forbids on its thread; they touch no stream.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  BRAID_TRY(cuda(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode"));
+  const ShareCall share = share_of(call);
+  const ShareRange range{0, call.count};
+  peer::PeerPath::Publication mine;
+  copy_engines_->publish(share, range, &mine);
+  peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
+  Result r = Result::Success;
+  if (copy_engines_->path().needs_preparing()) r = prepare_copy_engines();
+  if (r == Result::Success) r = copy_engines_->run(share, range, mine, stream, &outcome, /*captured=*/true);
+  if (r == Result::Success && outcome == peer::PeerPath::Outcome::Deferred) {
+    // Map now and meet again, as outside graphs.
+    r = prepare_copy_engines();
+    if (r == Result::Success) r = copy_engines_->run(share, range, mine, stream, &outcome, /*captured=*/true);
+  }
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  BRAID_TRY(r);
+  *carried = outcome == peer::PeerPath::Outcome::Carried;
+  static std::once_flag said;
+  if (*carried)
+    std::call_once(said, [] { BRAID_INFO(Coll, "multipath: calls captured in CUDA graphs ride braid's NVLink path whole"); });
   return Result::Success;
 }
 

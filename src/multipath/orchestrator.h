@@ -98,6 +98,12 @@ class Orchestrator : private LaneSteps {
   // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on
   // the progress thread) and `stream` waits for them.
   Result run(const SplitCall& call, cudaStream_t stream);
+  // A call captured into a CUDA graph on `stream` (every rank's is): braid's NVLink path carries
+  // all of it where it would carry the call's NVLink share outside graphs, queued so that every
+  // replay runs it (*carried); otherwise nothing is queued and the caller hands the call to NCCL.
+  // braid's PCIe share is driven from the host, which a replay cannot be. The copy engines'
+  // meeting is at capture, on this thread; a replay meets on the GPU only.
+  Result run_captured(const SplitCall& call, cudaStream_t stream, bool* carried);
   // Waits until every split call so far has run, and applies all their times to the table (tools
   // read history() after). Every rank must drain at the same point, or later splits disagree.
   Result drain();
@@ -144,6 +150,8 @@ class Orchestrator : private LaneSteps {
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
   // call applied so far found a buffer it could not share (the same answer on every rank).
   bool rides_copy_engines(const SplitCall& call) const;
+  // And the call is large enough for it (BRAID_NVLINK_COPY_MIN_BYTES, BRAID_NVLINK_ALLREDUCE_MIN_BYTES).
+  bool copy_engines_take(const SplitCall& call) const;
   Result resolve_op(const SplitCall& call, Job* job) const;
   Result take_events(CallEvents* out);
   Result make_events(size_t count, std::vector<CallEvents>* out);

@@ -31,12 +31,12 @@ class PeerSharePath final : public SharePath {
     path_->publish(c.collective, c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
   }
   Result run(const ShareCall& share, ShareRange range, const peer::PeerPath::Publication& mine, cudaStream_t stream,
-             peer::PeerPath::Outcome* outcome) {
+             peer::PeerPath::Outcome* outcome, bool captured = false) {
     *outcome = peer::PeerPath::Outcome::Unshareable;
     if (range.begin != 0) return Result::Success;
     const SplitCall& c = share.call;
     return path_->run(c.collective, c.send, c.recv, c.count, static_cast<DataType>(c.type), share.op, range.count,
-                      mine, stream, outcome);
+                      mine, stream, outcome, captured);
   }
   peer::PeerPath& path() { return *path_; }
 

@@ -103,7 +103,8 @@ Result PeerPath::create(braidComm* comm, std::unique_ptr<PeerPath>* out) {
       MappingCache::Hooks{
           [self](const MappingCache::Key& key, unsigned char** base) { return self->open_mapping(key, base); },
           close_exported,
-          [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); }});
+          [self] { return self->cuda(cudaEventSynchronize(self->last_done_), "cudaEventSynchronize"); },
+          [pins = p->pins_](const MappingCache::Key& key) { return pins->pinned(key); }});
   BRAID_INFO(Init, "rank %d/%d on GPU %d: NVLink copy-engine path to every peer (%s)", p->rank_, p->nranks_,
              p->device_,
              !p->any_ipc_ ? "one process" : p->fd_passing_ ? "CUDA IPC, cuMem by fd" : "CUDA IPC; cuMem buffers go to NCCL");
@@ -160,9 +161,10 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
     else BRAID_TRY(cuda(e, "cudaDeviceEnablePeerAccess"));
   }
   BRAID_TRY(cuda(cuda::load_peer_reduce_kernels(), "loading braid's NVLink reduction kernels"));
-  for (cudaStream_t* s : {&copy_in_, &copy_out_})
+  for (cudaStream_t* s : {&copy_in_, &copy_out_, &graph_in_, &graph_out_})
     BRAID_TRY(cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
-  BRAID_TRY(cuda(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate"));
+  for (cudaEvent_t* e : {&fork_, &graph_fork_, &graph_joins_[0], &graph_joins_[1]})
+    BRAID_TRY(cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming), "cudaEventCreate"));
   for (int i = 0; i < 2; ++i) {
     cudaEvent_t e = nullptr;
@@ -176,9 +178,10 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
 
 PeerPath::~PeerPath() {
   cudaSetDevice(device_);
-  for (cudaStream_t s : {copy_in_, copy_out_})
+  for (cudaStream_t s : {copy_in_, copy_out_, graph_in_, graph_out_})
     if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
-  if (fork_ != nullptr) cudaEventDestroy(fork_);
+  for (cudaEvent_t e : {fork_, graph_fork_, graph_joins_[0], graph_joins_[1]})
+    if (e != nullptr) cudaEventDestroy(e);
   if (last_done_ != nullptr) cudaEventSynchronize(last_done_), cudaEventDestroy(last_done_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
   for (int i = 0; i < 2; ++i) {
@@ -194,6 +197,7 @@ Result PeerPath::find_mapping(const uint64_t* words, uint64_t offset, unsigned c
   std::copy(words, words + kAllocationWords, key.begin());
   unsigned char* base = nullptr;
   std::lock_guard lock(pending_mutex_);
+  call_keys_.push_back(key);
   if (!opened_->find(key, seq_ + 1, &base)) {  // for the call about to be queued
     if (std::find(pending_mappings_.begin(), pending_mappings_.end(), key) == pending_mappings_.end())
       pending_mappings_.push_back(key);
@@ -264,6 +268,7 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
   std::vector<uint64_t> all;
   BRAID_TRY(comm_->engine->exchange(engine::Communicator::Meeting::Path, mine, &all));
   *all_shareable = true;
+  call_keys_.clear();
   for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
   if (!*all_shareable) return Result::Success;
   auto map = [&](int q, const uint64_t* theirs, BufferWords w, unsigned char** out) -> Result {
@@ -287,7 +292,7 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
 }
 
 Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
-                     size_t elements, const Publication& mine, cudaStream_t stream, Outcome* outcome) {
+                     size_t elements, const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured) {
   *outcome = Outcome::Unshareable;
   if (!carries(c, op))
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
@@ -299,7 +304,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   if (!shareable) return Result::Success;
   // AllReduce's pulled pieces need scratch of this size (the same on every rank).
   const size_t esize = datatype_size(type);
-  if (c == Collective::AllReduce && pulls(elements, esize) && pull_scratch_bytes(esize) > scratch_bytes_) {
+  if (c == Collective::AllReduce && !captured && pulls(elements, esize) && pull_scratch_bytes(esize) > scratch_bytes_) {
     std::lock_guard lock(pending_mutex_);
     pending_scratch_bytes_ = std::max(pending_scratch_bytes_, pull_scratch_bytes(esize));
     ready = false;
@@ -318,13 +323,19 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     return Result::Success;
   }
   *outcome = Outcome::Carried;
+  const CallSync sync = sync_for(captured);
   // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so
-  // last_done_ stands for every call queued so far.
-  Result r = cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
+  // last_done_ stands for every call queued so far. A captured call follows what its graph's
+  // launch follows (a capture cannot wait for work outside it).
+  Result r = captured ? pin_for_graph(stream)
+                      : cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
   if (r == Result::Success)
-    r = c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, stream)
-                                   : enqueue_all_reduce(send, recv, type, op, elements, stream);
-  if (r == Result::Success) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (call done)");
+    r = c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, stream, sync)
+                                   : enqueue_all_reduce(send, recv, type, op, elements, stream, sync);
+  // A replay must leave every rank's flag where it found it.
+  if (r == Result::Success && captured) r = arrive(stream, sync, kGraphRearmed);
+  if (r == Result::Success && captured) r = wait_for_peers(stream, sync, kGraphRearmed);
+  if (r == Result::Success && !captured) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (call done)");
   if (r != Result::Success) {
     // Peers' streams may already wait for this rank's signals: release them and abort the
     // communicator, so that every rank's next call fails instead of hanging.
@@ -336,27 +347,91 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   return Result::Success;
 }
 
-Result PeerPath::raise(cudaStream_t stream, PeerSignal which, uint64_t seq) {
-  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, which), seq});
+PeerPath::CallSync PeerPath::sync_for(bool captured) {
+  CallSync sync;
+  sync.captured = captured;
+  if (captured) {
+    sync.helpers[0] = graph_in_, sync.helpers[1] = graph_out_;
+    sync.fork = graph_fork_;
+    sync.joins[0] = graph_joins_[0], sync.joins[1] = graph_joins_[1];
+  } else {
+    sync.seq = ++seq_;
+    sync.helpers[0] = copy_in_, sync.helpers[1] = copy_out_;
+    sync.fork = fork_;
+    sync.joins[0] = joins_[0], sync.joins[1] = joins_[1];
+  }
+  return sync;
 }
 
-Result PeerPath::wait_for_peers(cudaStream_t stream, PeerSignal which, uint64_t seq) {
-  for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->path_signal(q, which), seq}));
+// The counter each meeting point uses outside graphs (captured calls have no counters).
+static PeerSignal counted_signal(int step) { return step == kGraphInputsReady ? kPeerReady : kPeerReadDone; }
+
+Result PeerPath::arrive(cudaStream_t stream, const CallSync& sync, int step) {
+  if (sync.captured)
+    return comm_->backend->raise_on_stream(
+        stream, {comm_->engine->path_signal(rank_, kPeerGraphPhase), kGraphBarriers[step].state});
+  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, counted_signal(step)), sync.seq});
+}
+
+Result PeerPath::wait_for_peers(cudaStream_t stream, const CallSync& sync, int step) {
+  for (int q = 0; q < nranks_; ++q) {
+    if (q == rank_) continue;
+    if (sync.captured)
+      BRAID_TRY(comm_->backend->wait_for_bits_on_stream(stream, comm_->engine->path_signal(q, kPeerGraphPhase),
+                                                        kGraphBarriers[step].pass_mask));
+    else
+      BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->path_signal(q, counted_signal(step)), sync.seq}));
+  }
   return Result::Success;
 }
 
-Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
-                                    cudaStream_t stream) {
-  const uint64_t seq = ++seq_;
-  const cudaStream_t helpers[2] = {copy_in_, copy_out_};
+namespace {
+// What a captured graph holds of the peers' mappings: let go of when CUDA destroys the graph (on
+// a CUDA thread, which may call no CUDA function).
+struct GraphPins {
+  std::shared_ptr<MappingPins> pins;
+  std::vector<MappingCache::Key> keys;
+};
+void CUDART_CB release_graph_pins(void* p) {
+  auto* held = static_cast<GraphPins*>(p);
+  held->pins->unpin(held->keys);
+  delete held;
+}
+}  // namespace
 
-  BRAID_TRY(raise(stream, kPeerReady, seq));
-  BRAID_TRY(cuda(cudaEventRecord(fork_, stream), "cudaEventRecord (fork)"));
-  for (cudaStream_t s : helpers) {
-    BRAID_TRY(cuda(cudaStreamWaitEvent(s, fork_, 0), "cudaStreamWaitEvent"));
+Result PeerPath::pin_for_graph(cudaStream_t stream) {
+  std::vector<MappingCache::Key> keys;
+  {
+    std::lock_guard lock(pending_mutex_);
+    keys = call_keys_;
+  }
+  if (keys.empty()) return Result::Success;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  BRAID_TRY(cuda(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr),
+                 "cudaStreamGetCaptureInfo"));
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr)
+    return fail(Result::InvalidUsage, "NVLink copy-engine path: a captured call's stream is not capturing");
+  pins_->pin(keys);
+  auto* held = new GraphPins{pins_, std::move(keys)};
+  cudaUserObject_t object = nullptr;
+  if (const cudaError_t e = cudaUserObjectCreate(&object, held, release_graph_pins, 1, cudaUserObjectNoDestructorSync);
+      e != cudaSuccess) {
+    release_graph_pins(held);
+    return cuda(e, "cudaUserObjectCreate");
+  }
+  return cuda(cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove), "cudaGraphRetainUserObject");
+}
+
+Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
+                                    cudaStream_t stream, const CallSync& sync) {
+  const cudaStream_t* helpers = sync.helpers;
+  BRAID_TRY(arrive(stream, sync, kGraphInputsReady));
+  BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
+  for (int i = 0; i < 2; ++i) {
+    BRAID_TRY(cuda(cudaStreamWaitEvent(helpers[i], sync.fork, 0), "cudaStreamWaitEvent"));
     // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
-    BRAID_TRY(wait_for_peers(s, kPeerReady, seq));
+    BRAID_TRY(wait_for_peers(helpers[i], sync, kGraphInputsReady));
   }
 
   const size_t esize = datatype_size(type);
@@ -377,11 +452,11 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
 
   // Join, tell the peers this rank has read what it needs, and wait until they have too.
   for (int i = 0; i < 2; ++i) {
-    BRAID_TRY(cuda(cudaEventRecord(joins_[i], helpers[i]), "cudaEventRecord (join)"));
-    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins_[i], 0), "cudaStreamWaitEvent (join)"));
+    BRAID_TRY(cuda(cudaEventRecord(sync.joins[i], helpers[i]), "cudaEventRecord (join)"));
+    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, sync.joins[i], 0), "cudaStreamWaitEvent (join)"));
   }
-  BRAID_TRY(raise(stream, kPeerReadDone, seq));
-  BRAID_TRY(wait_for_peers(stream, kPeerReadDone, seq));
+  BRAID_TRY(arrive(stream, sync, kGraphReadsDone));
+  BRAID_TRY(wait_for_peers(stream, sync, kGraphReadsDone));
   return Result::Success;
 }
 
@@ -391,25 +466,25 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
 // share's own stream waits on peers' counters (the copy stream of the pulls waits on local events
 // only).
 Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
-                                    cudaStream_t stream) {
+                                    cudaStream_t stream, const CallSync& sync) {
   const size_t esize = datatype_size(type);
-  // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits.
-  const bool pull = pulls(elements, esize);
+  // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits
+  // (not in a graph: the scratch is shared with the calls outside it).
+  const bool pull = !sync.captured && pulls(elements, esize);
   // run() deferred the call until prepare() made the scratch.
   if (pull && pull_scratch_bytes(esize) > scratch_bytes_)
     return fail(Result::InternalError, "NVLink copy-engine path: the pull scratch is smaller than the call needs");
 
-  const uint64_t seq = ++seq_;
   // Every rank's inputs are ready and its output is free to be written.
-  BRAID_TRY(raise(stream, kPeerReady, seq));
-  BRAID_TRY(wait_for_peers(stream, kPeerReady, seq));
+  BRAID_TRY(arrive(stream, sync, kGraphInputsReady));
+  BRAID_TRY(wait_for_peers(stream, sync, kGraphInputsReady));
 
   const ElementRange mine = peer::reduce_part(rank_, nranks_, elements, esize);
   if (mine.count > 0) BRAID_TRY(reduce_part(send, recv, type, op, mine.begin, mine.count, pull, stream));
 
   // This rank has read the peers' inputs and written their outputs; the share ends when all have.
-  BRAID_TRY(raise(stream, kPeerReadDone, seq));
-  BRAID_TRY(wait_for_peers(stream, kPeerReadDone, seq));
+  BRAID_TRY(arrive(stream, sync, kGraphReadsDone));
+  BRAID_TRY(wait_for_peers(stream, sync, kGraphReadsDone));
   return Result::Success;
 }
 

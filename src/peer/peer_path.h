@@ -94,8 +94,14 @@ class PeerPath {
   // What this rank tells its peers of its buffers for run() (the calling thread's).
   void publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
                Publication* out) const;
+  //
+  // `captured`: `stream` is being captured into a CUDA graph (every rank's call is). The share is
+  // then queued so that each replay runs it again: the ranks meet on the GPU through barriers
+  // that end where they began (kGraphBarriers), on streams and events of its own, and the peers'
+  // mappings it reads stay open while the graph lives. AllReduce reads its peers' inputs from
+  // the kernel (no pulled scratch, which calls outside the graph share).
   Result run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, size_t elements,
-             const Publication& mine, cudaStream_t stream, Outcome* outcome);
+             const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured = false);
   // Whether a deferred share left work for prepare(). Any thread.
   bool needs_preparing() const;
   // Opens the peers' mappings and grows the scratch that deferred shares asked for. Only while no
@@ -109,7 +115,17 @@ class PeerPath {
     unsigned char* recv = nullptr;        // (AllReduce only)
   };
 
+  // How one queued call's ranks meet on the GPU, and the streams and events it uses: counters
+  // raised to the call's number, or for a captured call the graph barriers (peer_layout.h).
+  struct CallSync {
+    bool captured = false;
+    uint64_t seq = 0;
+    cudaStream_t helpers[2] = {};
+    cudaEvent_t fork = nullptr;
+    cudaEvent_t joins[2] = {};
+  };
   PeerPath() = default;
+  CallSync sync_for(bool captured);
   Result cuda(cudaError_t e, const char* what) const;
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
@@ -121,16 +137,19 @@ class PeerPath {
   Result find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
-                            cudaStream_t stream);
+                            cudaStream_t stream, const CallSync& sync);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
-                            cudaStream_t stream);
+                            cudaStream_t stream, const CallSync& sync);
+  // The mappings this call read stay open until the graph being captured on `stream` is destroyed.
+  Result pin_for_graph(cudaStream_t stream);
   // The AllReduce part [begin, begin + n) of every rank, reduced by this one into every rank's
   // output; `pull` has the copy engines bring the peers' inputs into scratch first.
   Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
                      cudaStream_t stream);
-  // This rank's signal `which` raised to `seq` on `stream`; `stream` waiting until every peer's is.
-  Result raise(cudaStream_t stream, PeerSignal which, uint64_t seq);
-  Result wait_for_peers(cudaStream_t stream, PeerSignal which, uint64_t seq);
+  // This rank reaching meeting point `step` (GraphBarrierStep) of a call on `stream`; `stream`
+  // waiting until every peer has.
+  Result arrive(cudaStream_t stream, const CallSync& sync, int step);
+  Result wait_for_peers(cudaStream_t stream, const CallSync& sync, int step);
   // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
   // every peer's), within BRAID_NVLINK_SCRATCH_BYTES.
   size_t pull_piece(size_t esize) const;
@@ -152,6 +171,11 @@ class PeerPath {
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t last_done_ = nullptr;  // the end of the latest call queued
   std::vector<cudaEvent_t> joins_;
+  // Captured calls' own: a capture joins the streams it forks to, and the progress thread may use
+  // the others at the same time.
+  cudaStream_t graph_in_ = nullptr, graph_out_ = nullptr;
+  cudaEvent_t graph_fork_ = nullptr;
+  cudaEvent_t graph_joins_[2] = {};
   // AllReduce's pulled pieces: two slots of scratch, each holding one piece of every peer's input.
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
@@ -159,6 +183,8 @@ class PeerPath {
   // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;
+  std::shared_ptr<MappingPins> pins_ = std::make_shared<MappingPins>();
+  std::vector<MappingCache::Key> call_keys_;  // the peers' allocations the current call reads
   // What deferred shares need done by prepare(): peers' allocations to map, scratch to grow.
   mutable std::mutex pending_mutex_;
   std::vector<MappingCache::Key> pending_mappings_;

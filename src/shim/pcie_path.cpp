@@ -204,12 +204,10 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     return false;
   }
   // Asked only of calls that would be split, so small collectives pay no CUDA call here. Every
-  // rank captures the same calls, so `capturing` is every rank's answer.
+  // rank captures the same calls, so `capturing` is every rank's answer. Making the path
+  // allocates, which a capture forbids: a captured call first goes to NCCL.
   const bool capturing = captured(stream);
-  if (capturing) {
-    if (path.orchestrator) path.orchestrator->trace_declined(call, "captured in a CUDA graph");
-    return false;
-  }
+  if (capturing && first) return false;
   const bool allowed = gpu_allows_split(comm, call, *state, path);
   if (first) {
     // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
@@ -228,7 +226,18 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
     return false;
   }
-  *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
+  if (capturing) {
+    // braid's NVLink path carries the whole call where it would carry its NVLink share; braid's
+    // PCIe share is driven from the host and a graph's replay cannot be: NCCL carries the rest.
+    bool carried = false;
+    *result = static_cast<ncclResult_t>(path.orchestrator->run_captured(call, stream, &carried));
+    if (*result == ncclSuccess && !carried) {
+      path.orchestrator->trace_declined(call, "captured in a CUDA graph");
+      return false;
+    }
+  } else {
+    *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
+  }
   // A failed argument check changes nothing; any other failure leaves the communicator broken.
   if (*result != ncclSuccess && *result != ncclInvalidArgument && *result != ncclInvalidUsage &&
       path.failure.load() == ncclSuccess) {

@@ -97,6 +97,93 @@ TEST(ShimMultipath, MatrixSplitAcrossNcclAndPcie) {
   EXPECT_GT(both, 100) << "calls that used both paths, of " << lines;
 }
 
+// Calls captured in a CUDA graph ride braid's NVLink path whole (AllGather from
+// BRAID_NVLINK_COPY_MIN_BYTES, AllReduce from BRAID_NVLINK_ALLREDUCE_MIN_BYTES): each replay
+// must meet the peers again on the GPU and give exact results with that replay's inputs, also
+// with calls outside the graph between replays.
+std::string run_captured_rank(const ncclUniqueId& id, int rank, int ranks) {
+  constexpr size_t kGather = size_t{8} << 20, kReduce = size_t{40} << 20;  // floats: 32 MiB, 160 MiB
+  constexpr int kReplays = 4;
+  if (cudaSetDevice(rank) != cudaSuccess) return "cudaSetDevice failed";
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, ranks, id, rank) != ncclSuccess) return "ncclCommInitRank failed";
+  std::string error;
+  auto check = [&](bool ok, const std::string& what) {
+    if (!ok && error.empty()) error = what;
+    return ok;
+  };
+  cudaStream_t stream = nullptr;
+  float *gather_in = nullptr, *gather_out = nullptr, *reduce_in = nullptr, *reduce_out = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess, "cudaStreamCreate");
+  check(cudaMalloc(&gather_in, kGather * sizeof(float)) == cudaSuccess, "cudaMalloc");
+  check(cudaMalloc(&gather_out, kGather * ranks * sizeof(float)) == cudaSuccess, "cudaMalloc");
+  check(cudaMalloc(&reduce_in, kReduce * sizeof(float)) == cudaSuccess, "cudaMalloc");
+  check(cudaMalloc(&reduce_out, kReduce * sizeof(float)) == cudaSuccess, "cudaMalloc");
+  // Small integers: every sum is exact in float, whatever the order.
+  auto value = [](int r, int replay, size_t i) { return static_cast<float>((r + 1) * (replay + 2) + static_cast<int>(i % 7)); };
+  std::vector<float> host(kReduce);
+  auto fill = [&](int replay) {
+    for (size_t i = 0; i < kReduce; ++i) host[i] = value(rank, replay, i);
+    check(cudaMemcpy(gather_in, host.data(), kGather * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess, "fill");
+    check(cudaMemcpy(reduce_in, host.data(), kReduce * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess, "fill");
+  };
+  auto both = [&] {
+    check(ncclAllGather(gather_in, gather_out, kGather, ncclFloat32, comm, stream) == ncclSuccess, "ncclAllGather");
+    check(ncclAllReduce(reduce_in, reduce_out, kReduce, ncclFloat32, ncclSum, comm, stream) == ncclSuccess,
+          "ncclAllReduce");
+  };
+  // Outside a graph first: braid makes its paths at a communicator's first large call.
+  if (error.empty()) fill(0), both(), check(cudaStreamSynchronize(stream) == cudaSuccess, "warm-up");
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (error.empty()) {
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "cudaStreamBeginCapture");
+    both();
+    check(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "cudaStreamEndCapture");
+    check(error.empty() && cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0) == cudaSuccess, "cudaGraphInstantiate");
+  }
+  std::vector<float> out(kReduce);
+  for (int replay = 1; replay <= kReplays && error.empty(); ++replay) {
+    fill(replay);
+    check(cudaGraphLaunch(exec, stream) == cudaSuccess, "cudaGraphLaunch");
+    check(cudaStreamSynchronize(stream) == cudaSuccess, "replay");
+    check(cudaMemcpy(out.data(), reduce_out, kReduce * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess, "read");
+    for (size_t i = 0; i < kReduce && error.empty(); ++i) {
+      float expected = 0;
+      for (int r = 0; r < ranks; ++r) expected += value(r, replay, i);
+      if (out[i] != expected)
+        check(false, "replay " + std::to_string(replay) + ": all_reduce element " + std::to_string(i) + " is " +
+                         std::to_string(out[i]) + ", not " + std::to_string(expected));
+    }
+    check(cudaMemcpy(out.data(), gather_out, kGather * ranks * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess,
+          "read");
+    for (size_t i = 0; i < kGather * ranks && error.empty(); ++i)
+      if (out[i] != value(static_cast<int>(i / kGather), replay, i % kGather))
+        check(false, "replay " + std::to_string(replay) + ": all_gather element " + std::to_string(i));
+    // A call outside the graph between replays.
+    if (error.empty()) both(), check(cudaStreamSynchronize(stream) == cudaSuccess, "between replays");
+  }
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  for (float* p : {gather_in, gather_out, reduce_in, reduce_out}) cudaFree(p);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  if (!error.empty()) ncclCommAbort(comm);
+  else ncclCommDestroy(comm);
+  return error;
+}
+
+TEST(ShimMultipath, CapturedCallsReplayExactly) {
+  const int ranks = visible_gpus();
+  if (ranks < 2) GTEST_SKIP() << "needs 2 or more GPUs (" << ranks << " visible)";
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { errors[r] = run_captured_rank(id, r, ranks); });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
 }  // namespace
 }  // namespace braid::apitest
 
