@@ -2,7 +2,7 @@
 # One-GPU machine (the one-GPU rig), carry .rig gpubundle. Calls captured in CUDA graphs on braid's
 # NVLink path (rig suite graph), host time per call, nccl-tests launch modes and faults at 4 ranks
 # (SUITES: what ran is on the first line of rig-console.txt).
-cd "$(dirname "$0")/../../.." || exit 2
+cd "$(dirname "$0")/../../../.." || exit 2
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/gpubundle/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi -L > "$OUT/gpu.txt"
