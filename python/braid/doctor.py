@@ -26,9 +26,11 @@ SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", 
 NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
 # Why a call of a splittable collective and size still goes to NCCL alone (src/shim/pcie_path.cpp).
 ALWAYS_TO_NCCL = [
-    "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; with "
-    "BRAID_SPLIT_GROUPS=1 a group of nothing but such collectives is split after its end",
-    "captured in a CUDA graph: a replay cannot repeat braid's host-driven share",
+    "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; "
+    "BRAID_SPLIT_GROUPS (auto: AllReduce/AllGather groups from 256 MiB) holds such groups back and "
+    "splits them after its end",
+    "captured in a CUDA graph, unless braid's NVLink path carries it whole (all_reduce/all_gather "
+    "from BRAID_NVLINK_GRAPH_MIN_BYTES): a replay cannot repeat braid's host-driven PCIe share",
     "on a non-blocking communicator, one with an asynchronous error, or one with a single rank",
     "buffers that are not device (or managed) memory of the communicator's GPU",
     "FP8 reductions on GPUs below sm90, and PreMulSum operators braid cannot remake",
