@@ -532,8 +532,10 @@ Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bo
   peer::PeerPath::Publication mine;
   copy_engines_->publish(share, range, &mine);
   peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
-  Result r = Result::Success;
-  if (copy_engines_->path().needs_preparing()) r = prepare_copy_engines();
+  // With BRAID_NVLINK_ON_LANE the progress thread meets on the same path for earlier calls: it
+  // finishes them first, so every rank's meetings keep the calls' order.
+  Result r = settings().nvlink_on_lane ? lane_->wait_idle() : Result::Success;
+  if (r == Result::Success && copy_engines_->path().needs_preparing()) r = prepare_copy_engines();
   if (r == Result::Success) r = copy_engines_->run(share, range, mine, stream, &outcome, /*captured=*/true);
   if (r == Result::Success && outcome == peer::PeerPath::Outcome::Deferred) {
     // Map now and meet again, as outside graphs.
