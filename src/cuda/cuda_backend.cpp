@@ -188,27 +188,24 @@ Result CudaBackend::raise_on_stream(cudaStream_t s, device::Signal signal) {
 
 Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
   if (until.empty()) return Result::Success;
-  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
-  unsigned long long addr = 0;
-  BRAID_TRY(counter_address(until.counter, &addr));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    waited_.insert(until.counter);
-  }
-  return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, until.value, CU_STREAM_WAIT_VALUE_GEQ),
-                      "cuStreamWaitValue64");
+  return wait_value_on_stream(s, until.counter, until.value, CU_STREAM_WAIT_VALUE_GEQ, "cuStreamWaitValue64");
 }
 
-Result CudaBackend::wait_for_bits_on_stream(cudaStream_t s, const std::atomic<uint64_t>* counter, uint64_t mask) {
+Result CudaBackend::wait_for_bits_on_stream(cudaStream_t s, std::atomic<uint64_t>* counter, uint64_t mask) {
+  return wait_value_on_stream(s, counter, mask, CU_STREAM_WAIT_VALUE_AND, "cuStreamWaitValue64 (any bit)");
+}
+
+Result CudaBackend::wait_value_on_stream(cudaStream_t s, std::atomic<uint64_t>* counter, uint64_t value,
+                                         unsigned flags, const char* what) {
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   unsigned long long addr = 0;
   BRAID_TRY(counter_address(counter, &addr));
   {
+    // abort() raises every counter a stream waited on.
     std::lock_guard<std::mutex> lock(mutex_);
-    waited_.insert(const_cast<std::atomic<uint64_t>*>(counter));
+    waited_.insert(counter);
   }
-  return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, mask, CU_STREAM_WAIT_VALUE_AND),
-                      "cuStreamWaitValue64 (any bit)");
+  return check_driver(driver().stream_wait_value64(reinterpret_cast<CUstream>(s), addr, value, flags), what);
 }
 
 Result CudaBackend::raise(int queue, device::Signal signal) {

@@ -49,7 +49,7 @@ class CudaBackend final : public device::Backend {
   Result raise_on_stream(cudaStream_t stream, device::Signal signal);
   // `stream` waits until `counter` has any bit of `mask` set (CU_STREAM_WAIT_VALUE_AND): the
   // barriers of calls captured in a CUDA graph (peer/peer_layout.h).
-  Result wait_for_bits_on_stream(cudaStream_t stream, const std::atomic<uint64_t>* counter, uint64_t mask);
+  Result wait_for_bits_on_stream(cudaStream_t stream, std::atomic<uint64_t>* counter, uint64_t mask);
   // Blocks per reduction kernel (BRAID_REDUCE_BLOCKS).
   static unsigned reduce_blocks();
   void* device_scratch(size_t bytes) override;
@@ -85,6 +85,9 @@ class CudaBackend final : public device::Backend {
   // The device address of a counter in registered host memory.
   Result counter_address(const std::atomic<uint64_t>* counter, unsigned long long* out);
   Result signal_after(cudaStream_t s, device::Signal done);
+  // `s` waits on `counter` (cuStreamWaitValue64 with `flags`), which abort() will release.
+  Result wait_value_on_stream(cudaStream_t s, std::atomic<uint64_t>* counter, uint64_t value, unsigned flags,
+                              const char* what);
 
   int device_ = 0;
   Result init_error_ = Result::Success;

@@ -489,14 +489,7 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
     // progress thread meets on the engine's at the same time for PCIe shares and their timings.
     // On one meeting the ranks' exchanges paired up wrong ("mismatched collectives" on the rig).
     peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
-    peer::PeerPath::Publication mine;
-    copy_engines_->publish(share, range, &mine);
-    BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
-    if (outcome == peer::PeerPath::Outcome::Deferred) {
-      // Map now and meet again. Only when a call brings a new allocation.
-      BRAID_TRY(prepare_copy_engines());
-      BRAID_TRY(copy_engines_->run(share, range, mine, stream, &outcome));
-    }
+    BRAID_TRY(caller_copy_share(share, range, stream, /*captured=*/false, &outcome));
     cudaSetDevice(device_);
     if (outcome == peer::PeerPath::Outcome::Carried) return Result::Success;
     // Every rank learned it in the same meeting: NCCL carries this share on every rank.
@@ -513,6 +506,17 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
   return Result::Success;
 }
 
+Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
+                                       peer::PeerPath::Outcome* outcome) {
+  peer::PeerPath::Publication mine;
+  copy_engines_->publish(share, range, &mine);
+  BRAID_TRY(copy_engines_->run(share, range, mine, stream, outcome, captured));
+  if (*outcome != peer::PeerPath::Outcome::Deferred) return Result::Success;
+  // Map now and meet again. Only when a call brings a new allocation.
+  BRAID_TRY(prepare_copy_engines());
+  return copy_engines_->run(share, range, mine, stream, outcome, captured);
+}
+
 Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bool* carried) {
   *carried = false;
   std::string text;
@@ -527,21 +531,12 @@ Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bo
   // thread-local mode forbids on its thread; they touch no stream.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   BRAID_TRY(cuda(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode"));
-  const ShareCall share = share_of(call);
-  const ShareRange range{0, call.count};
-  peer::PeerPath::Publication mine;
-  copy_engines_->publish(share, range, &mine);
   peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
   // With BRAID_NVLINK_ON_LANE the progress thread meets on the same path for earlier calls: it
   // finishes them first, so every rank's meetings keep the calls' order.
   Result r = settings().nvlink_on_lane ? lane_->wait_idle() : Result::Success;
   if (r == Result::Success && copy_engines_->path().needs_preparing()) r = prepare_copy_engines();
-  if (r == Result::Success) r = copy_engines_->run(share, range, mine, stream, &outcome, /*captured=*/true);
-  if (r == Result::Success && outcome == peer::PeerPath::Outcome::Deferred) {
-    // Map now and meet again, as outside graphs.
-    r = prepare_copy_engines();
-    if (r == Result::Success) r = copy_engines_->run(share, range, mine, stream, &outcome, /*captured=*/true);
-  }
+  if (r == Result::Success) r = caller_copy_share(share_of(call), ShareRange{0, call.count}, stream, /*captured=*/true, &outcome);
   cudaThreadExchangeStreamCaptureMode(&mode);
   BRAID_TRY(r);
   *carried = outcome == peer::PeerPath::Outcome::Carried;

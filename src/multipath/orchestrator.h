@@ -173,6 +173,11 @@ class Orchestrator : private LaneSteps {
   // The NVLink share on the caller's stream, on the calling thread: braid's copy engines where
   // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
   Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, SplitRecord* record);
+  // The copy engines' share queued from the calling thread (`captured`: into the graph being
+  // captured on `stream`): this rank's buffers published, the meeting, and where some rank had
+  // first to map a peer's new buffer (or grow its scratch), the mapping and a second meeting.
+  Result caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
+                           peer::PeerPath::Outcome* outcome);
   // The calling thread: once braid's progress has issued every call handed to it, maps the peers'
   // buffers and grows the scratch that deferred copy-engine shares asked for (such CUDA calls may
   // wait for the whole device, so never while a stream waits for work the progress thread has

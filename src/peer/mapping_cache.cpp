@@ -37,7 +37,7 @@ bool MappingCache::find(const Key& key, uint64_t call, unsigned char** base) {
 size_t MappingCache::close_unused_before(uint64_t call) {
   bool any = false;
   for (const auto& [key, mapping] : mappings_)
-    any = any || (mapping.last_call < call && !(hooks_.pinned && hooks_.pinned(key)));
+    any = any || closable(key, mapping, call);
   if (!any || hooks_.drain() != Result::Success) return 0;
   const size_t closed = close_last_used_before(call);
   BRAID_INFO(Alloc, "peer mappings: an open failed; closed the %zu not used by this call and tried again", closed);
@@ -47,7 +47,7 @@ size_t MappingCache::close_unused_before(uint64_t call) {
 size_t MappingCache::close_last_used_before(uint64_t call) {
   size_t closed = 0;
   for (auto m = mappings_.begin(); m != mappings_.end();) {
-    if (m->second.last_call >= call || (hooks_.pinned && hooks_.pinned(m->first))) {
+    if (!closable(m->first, m->second, call)) {
       ++m;
       continue;
     }

@@ -68,6 +68,10 @@ class MappingCache {
   };
   // Closes the mappings no call from `call` on has used (the caller drained first); how many.
   size_t close_last_used_before(uint64_t call);
+  // Whether a mapping closes: not used since `call`, and no graph holds it.
+  bool closable(const Key& key, const Mapping& mapping, uint64_t call) const {
+    return mapping.last_call < call && !(hooks_.pinned && hooks_.pinned(key));
+  }
   size_t capacity_;
   Hooks hooks_;
   std::map<Key, Mapping> mappings_;
