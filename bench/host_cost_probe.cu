@@ -39,6 +39,18 @@ int main(int argc, char** argv) {
   *word = 1ull << 40;
   CUdeviceptr word_device = 0;
   cuMemHostGetDevicePointer(&word_device, word, 0);
+  // The same wait on a word in device memory and on a 32-bit word: which join costs the caller least.
+  // Every probed wait is met at once: a 32-bit wait reads word[2], whose value meets ">= 1" too.
+  word[2] = 1ull << 30;
+  const CUdeviceptr word32_device = word_device + 2 * sizeof(unsigned long long);
+  CUdeviceptr device_word = 0;
+  cuMemAlloc(&device_word, 64);
+  cuMemsetD32(device_word, 1u << 30, 16);
+  CUstreamBatchMemOpParams batch_wait = {};
+  batch_wait.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+  batch_wait.waitValue.address = word_device;
+  batch_wait.waitValue.value64 = 1;
+  batch_wait.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
   int device = 0;
   cudaStreamCaptureStatus capture;
   cudaPointerAttributes attributes;
@@ -54,6 +66,10 @@ int main(int argc, char** argv) {
       {"cudaEventRecord (no timing)", [&] { cudaEventRecord(untimed, s); }},
       {"cudaStreamWaitEvent", [&] { cudaStreamWaitEvent(s, untimed, 0); }},
       {"cuStreamWaitValue64 (met)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+      {"cuStreamWaitValue32 (met)", [&] { cuStreamWaitValue32(reinterpret_cast<CUstream>(s), word32_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+      {"cuStreamWaitValue64 (device word)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), device_word, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+      {"cuStreamWaitValue32 (device word)", [&] { cuStreamWaitValue32(reinterpret_cast<CUstream>(s), device_word, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+      {"cuStreamBatchMemOp (one wait)", [&] { cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 1, &batch_wait, 0); }},
       {"cuStreamWriteValue64", [&] { cuStreamWriteValue64(reinterpret_cast<CUstream>(s), word_device, 1ull << 40, 0); }},
   };
   for (const auto& p : probes) {

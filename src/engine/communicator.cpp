@@ -214,6 +214,9 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   if (threads <= 0) {
     const int sharing = std::max<int>(
         1, static_cast<int>(std::count(rank_numa.begin(), rank_numa.end(), my_numa)));
+    const int slot = rank_numa.empty()
+                         ? 0
+                         : static_cast<int>(std::count(rank_numa.begin(), rank_numa.begin() + rank, my_numa));
     int cores = static_cast<int>(cpus.size());
     if (cores == 0) {
       const auto numas = topology.numa_nodes();
@@ -221,7 +224,10 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     }
     if (cores <= 0) cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cores = std::min<int>(cores, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    threads = std::clamp(cores / sharing, 1, 8);
+    const WorkerCores mine = workers_for(cores, sharing, slot, cpus);
+    threads = mine.threads;
+    // A list the user gave is theirs to divide; the NUMA node's is sliced per rank.
+    if (cfg.cpu_list.empty()) cpus = mine.cpus;
   }
   c->pool_ = std::make_unique<WorkerPool>(threads, cpus);
 

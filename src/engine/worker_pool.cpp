@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/log.h"
@@ -45,6 +46,19 @@ Result parse_cpu_list(const std::string& text, std::vector<int>* cpus) {
     }
   }
   return Result::Success;
+}
+
+WorkerCores workers_for(int cores, int sharing, int slot, const std::vector<int>& cpus) {
+  constexpr int kCallerAndProgress = 2;
+  constexpr int kMostWorkers = 8;
+  sharing = std::max(1, sharing);
+  const int slice = std::max(1, cores / sharing);
+  WorkerCores out;
+  out.threads = std::clamp(slice - kCallerAndProgress, 1, kMostWorkers);
+  if (cpus.empty()) return out;
+  const size_t first = static_cast<size_t>(std::clamp(slot, 0, sharing - 1)) * static_cast<size_t>(slice);
+  for (int i = 0; i < out.threads; ++i) out.cpus.push_back(cpus[(first + static_cast<size_t>(i)) % cpus.size()]);
+  return out;
 }
 
 WorkerPool::WorkerPool(int threads, std::vector<int> cpus) {
