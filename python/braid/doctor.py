@@ -27,7 +27,7 @@ NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
 # Why a call of a splittable collective and size still goes to NCCL alone (src/shim/pcie_path.cpp).
 ALWAYS_TO_NCCL = [
     "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; "
-    "BRAID_SPLIT_GROUPS (auto: AllReduce/AllGather groups from 256 MiB) holds such groups back and "
+    "BRAID_SPLIT_GROUPS (auto: AllReduce/AllGather groups from 256 MiB, two ranks) holds such groups back and "
     "splits them after its end",
     "captured in a CUDA graph, unless braid's NVLink path carries it whole (all_reduce/all_gather "
     "from BRAID_NVLINK_GRAPH_MIN_BYTES): a replay cannot repeat braid's host-driven PCIe share",
@@ -98,12 +98,15 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
         # up to about 64 MB; without NVLink, HyLink's S_min.
         min_bytes = (128 << 20) if nvlink else (1 << 20)
     nvlink_path = _setting(table, "BRAID_NVLINK_PATH")
-    own_nvlink = nvlink_path == "copy" or (nvlink_path == "auto" and nvlink)
-    copy_min = max(0, int(float(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES"))))
+    # auto: two ranks only, where it was measured to pay (src/multipath/orchestrator.cpp).
+    own_nvlink = nvlink_path == "copy" or (nvlink_path == "auto" and nvlink and ranks == 2)
+    # AllReduce's NVLink path has a threshold of its own (Orchestrator::copy_engines_take).
+    path_min = {"all_gather": max(0, int(float(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES")))),
+                "all_reduce": max(0, int(float(_setting(table, "BRAID_NVLINK_ALLREDUCE_MIN_BYTES"))))}
     rules = []
     for c in SPLIT_COLLECTIVES:
         rides = own_nvlink and c in NVLINK_PATH_COLLECTIVES
-        rules.append(SplitRule(c, min_bytes, copy_min if rides else None))
+        rules.append(SplitRule(c, min_bytes, path_min[c] if rides else None))
     return rules
 
 

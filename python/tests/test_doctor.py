@@ -26,7 +26,8 @@ def test_defaults_split_from_128_mib_on_nvlink_and_1_mib_without(settings_table)
     table = with_values(settings_table)
     on_nvlink = rules(table, nvlink=True)
     assert on_nvlink["all_reduce"].pcie_from == 128 * MiB
-    assert on_nvlink["all_reduce"].nvlink_path_from == 16 * MiB
+    assert on_nvlink["all_reduce"].nvlink_path_from == 128 * MiB  # a threshold of its own
+    assert on_nvlink["all_gather"].nvlink_path_from == 16 * MiB
     assert on_nvlink["reduce_scatter"].nvlink_path_from is None  # NCCL's kernels carry its NVLink share
     assert rules(table, nvlink=False)["all_reduce"].pcie_from == 1 * MiB
     assert rules(table, nvlink=False)["all_gather"].nvlink_path_from is None  # auto: only on NVLink
@@ -36,7 +37,15 @@ def test_settings_move_the_thresholds_and_paths(settings_table):
     table = with_values(settings_table, split_min_bytes=64 * MiB, nvlink_path="nccl")
     r = rules(table)["all_gather"]
     assert r.pcie_from == 64 * MiB and r.nvlink_path_from is None
-    forced = rules(with_values(settings_table, nvlink_path="copy"), nvlink=False)["all_reduce"]
+    forced = rules(with_values(settings_table, nvlink_path="copy"), nvlink=False)["all_gather"]
+    assert forced.nvlink_path_from == 16 * MiB
+
+
+def test_own_nvlink_path_by_default_on_two_ranks_only(settings_table):
+    table = with_values(settings_table)
+    assert rules(table, ranks=4)["all_gather"].nvlink_path_from is None  # NCCL's kernels won at 4
+    assert rules(table, ranks=4)["all_gather"].pcie_from == 128 * MiB
+    forced = rules(with_values(settings_table, nvlink_path="copy"), ranks=4)["all_gather"]
     assert forced.nvlink_path_from == 16 * MiB
 
 
@@ -49,7 +58,7 @@ def test_disabled_or_single_gpu_never_splits_and_says_why(settings_table):
 
 def test_refused_values_fall_back_to_the_default_as_braid_does(settings_table):
     table = with_values(settings_table, nvlink_path="sideways", split_min_bytes="lots")
-    r = rules(table)["all_reduce"]
+    r = rules(table)["all_gather"]
     assert r.pcie_from == 128 * MiB and r.nvlink_path_from == 16 * MiB
 
 

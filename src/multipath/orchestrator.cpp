@@ -84,8 +84,11 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   const std::string& nvlink_path = settings().nvlink_path;
   bool nvlink = false;
   for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
-  // auto: only where the GPUs share NVLink (peer copies between GPUs on PCIe alone are unmeasured).
-  if (nvlink_path == "copy" || (nvlink_path == "auto" && nvlink)) {
+  // auto: only where it was measured to pay, two GPUs sharing NVLink. Peer copies between GPUs on
+  // PCIe alone are unmeasured, and on 4x H200 braid's path lost to NCCL's kernels (AllGather
+  // 0.68-0.72x from 16 MB, AllReduce 0.73x at 256 MB, training steps up to 27% slower:
+  // docs/PERFORMANCE.md).
+  if (nvlink_path == "copy" || (nvlink_path == "auto" && nvlink && o->nranks_ == 2)) {
     // Collective: every rank learns the same answer. The caller's device is restored after.
     std::unique_ptr<peer::PeerPath> peer;
     const Result made = peer::PeerPath::create(o->braid_, &peer);

@@ -253,9 +253,10 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
   if (groups == "0") return false;
   const auto state = splitting_state(comm, call);
   if (!state) return false;
-  // auto: only where holding a group back paid on GPUs (the held calls run on threads of their own).
+  // auto: only where holding a group back paid on GPUs (the held calls run on threads of their own):
+  // two of them; on 4x H200 it lost (0.70-0.78x NCCL at 256 MB, docs/PERFORMANCE.md).
   if (groups == "auto" &&
-      ((call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
+      (state->nranks != 2 || (call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
        multipath::message_bytes(call, state->nranks) < static_cast<size_t>(std::max<int64_t>(0, settings().split_groups_min_bytes))))
     return false;
   PciePath& path = *state->pcie_path;

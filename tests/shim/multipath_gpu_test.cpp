@@ -197,6 +197,8 @@ int main(int argc, char** argv) {
   setenv("BRAID_SPLIT_SETTLE_LAG", "1", 1);
   setenv("BRAID_SPLIT_TRACE", braid::apitest::g_trace.c_str(), 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
+  // braid's own NVLink path at any GPU count (by default it runs on two GPUs only, where it pays).
+  setenv("BRAID_NVLINK_PATH", "copy", 0);
   ::testing::InitGoogleTest(&argc, argv);
   const int result = RUN_ALL_TESTS();
   unlink(braid::apitest::g_trace.c_str());
