@@ -65,6 +65,11 @@
 #                  graph replayed 3 times; cuMem buffers with -c 3 -G 5; then, with a GPU per rank,
 #                  all_gather and all_reduce -G 5 with default settings, plain and braid (busbw_table.py). Counts
 #                  the INFO line that says captured calls ride braid's NVLink path
+#   nvlink N       braid's own NVLink path forced (BRAID_NVLINK_PATH=copy, its default thresholds)
+#                  against plain NCCL, a GPU per rank (skipped with fewer GPUs): all_gather and
+#                  all_reduce, one process per GPU, -c 1, RIG_NVLINK_SIZES (-b 16M -e 1G -f 4); then
+#                  all_gather -G 5 the same way; busbw_table.py compares (by default the path
+#                  runs on two-rank communicators only: this is how it fares on more)
 #   all            correctness 2, dying 2, hosttime 2, fuzz, correctness 4, dying 4 (more than one
 #                  10-minute call holds: what does not fit in RIG_BUDGET is skipped)
 # Raw logs go to $OUT/<suite>/ (the exact command on each log's first line, its exit code on the
@@ -420,6 +425,26 @@ suite_gpus() {
   cat "$OUT/busbw_table.txt" >> "$rig_summary"
 }
 
+# braid's own NVLink path forced, against NCCL (see the header).
+suite_nvlink() {
+  local n=$1 c sizes
+  read -r -a sizes <<< "${RIG_NVLINK_SIZES:--b 16M -e 1G -f 4}"
+  if (($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') < n)); then say "SKIPPED nvlink $n: fewer GPUs"; return 0; fi
+  local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
+  for c in all_gather all_reduce; do
+    launch plain "$n"
+    run "$OUT/nvlink/plain_mpi_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}" -n 20 -w 5 -c 1 -T 40
+    launch braid "$n" BRAID_NVLINK_PATH copy
+    run "$OUT/nvlink/braid_mpi_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}" -n 20 -w 5 -c 1 -T 40
+  done
+  launch plain "$n"
+  run "$OUT/nvlink/plain_graph_all_gather.log" 90 "${L[@]}" "$nt/all_gather_perf" "${sizes[@]}" -n 20 -w 5 -c 1 -G 5 -T 40
+  launch braid "$n" BRAID_NVLINK_PATH copy
+  run "$OUT/nvlink/braid_graph_all_gather.log" 90 "${L[@]}" "$nt/all_gather_perf" "${sizes[@]}" -n 20 -w 5 -c 1 -G 5 -T 40
+  rank_wrap=("${saved_wrap[@]}")
+  python3 "$root/bench/rig/busbw_table.py" "$OUT/nvlink" | tee -a "$rig_summary"
+}
+
 # Calls captured in CUDA graphs on braid's NVLink path (see the header).
 suite_graph() {
   local n=$1 c how
@@ -539,6 +564,7 @@ while ((i < ${#args[@]})); do
     route) suite_route "$n" ;;
     copy) suite_copy "$n" ;;
     graph) suite_graph "$n" ;;
+    nvlink) suite_nvlink "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -547,7 +573,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy graph 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy graph nvlink 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

@@ -166,6 +166,17 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
   for (cudaEvent_t* e : {&fork_, &graph_fork_, &graph_joins_[0], &graph_joins_[1]})
     BRAID_TRY(cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming), "cudaEventCreate"));
+  const cudaStream_t helpers[2][2] = {{copy_in_, copy_out_}, {graph_in_, graph_out_}};
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < std::max(1, nranks_ - 1); ++i) {
+      cudaStream_t s = i < 2 ? helpers[k][i] : nullptr;
+      if (s == nullptr) BRAID_TRY(cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+      pulls_[k].push_back(s);
+      cudaEvent_t e = nullptr;
+      BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
+      pull_joins_[k].push_back(e);
+    }
+  }
   for (int i = 0; i < 2; ++i) {
     cudaEvent_t e = nullptr;
     BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
@@ -184,6 +195,11 @@ PeerPath::~PeerPath() {
     if (e != nullptr) cudaEventDestroy(e);
   if (last_done_ != nullptr) cudaEventSynchronize(last_done_), cudaEventDestroy(last_done_);
   for (cudaEvent_t e : joins_) cudaEventDestroy(e);
+  for (int k = 0; k < 2; ++k) {
+    // The first two are the helpers, destroyed above.
+    for (size_t i = 2; i < pulls_[k].size(); ++i) cudaStreamSynchronize(pulls_[k][i]), cudaStreamDestroy(pulls_[k][i]);
+    for (cudaEvent_t e : pull_joins_[k]) cudaEventDestroy(e);
+  }
   for (int i = 0; i < 2; ++i) {
     if (pulled_[i] != nullptr) cudaEventDestroy(pulled_[i]);
     if (reduced_[i] != nullptr) cudaEventDestroy(reduced_[i]);
@@ -354,11 +370,13 @@ PeerPath::CallSync PeerPath::sync_for(bool captured) {
     sync.helpers[0] = graph_in_, sync.helpers[1] = graph_out_;
     sync.fork = graph_fork_;
     sync.joins[0] = graph_joins_[0], sync.joins[1] = graph_joins_[1];
+    sync.pulls = &pulls_[1], sync.pull_joins = &pull_joins_[1];
   } else {
     sync.seq = ++seq_;
     sync.helpers[0] = copy_in_, sync.helpers[1] = copy_out_;
     sync.fork = fork_;
     sync.joins[0] = joins_[0], sync.joins[1] = joins_[1];
+    sync.pulls = &pulls_[0], sync.pull_joins = &pull_joins_[0];
   }
   return sync;
 }
@@ -425,13 +443,14 @@ Result PeerPath::pin_for_graph(cudaStream_t stream) {
 
 Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                                     cudaStream_t stream, const CallSync& sync) {
-  const cudaStream_t* helpers = sync.helpers;
+  const std::vector<cudaStream_t>& pulls = *sync.pulls;
+  const std::vector<cudaEvent_t>& joins = *sync.pull_joins;
   BRAID_TRY(arrive(stream, sync, kGraphInputsReady));
   BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
-  for (int i = 0; i < 2; ++i) {
-    BRAID_TRY(cuda(cudaStreamWaitEvent(helpers[i], sync.fork, 0), "cudaStreamWaitEvent"));
+  for (cudaStream_t s : pulls) {
+    BRAID_TRY(cuda(cudaStreamWaitEvent(s, sync.fork, 0), "cudaStreamWaitEvent"));
     // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
-    BRAID_TRY(wait_for_peers(helpers[i], sync, kGraphInputsReady));
+    BRAID_TRY(wait_for_peers(s, sync, kGraphInputsReady));
   }
 
   const size_t esize = datatype_size(type);
@@ -441,19 +460,19 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
   unsigned char* own = out + static_cast<size_t>(rank_) * block;
   if (own != in)
     BRAID_TRY(cuda(cudaMemcpyAsync(own, in, head, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (own block)"));
-  // Peers in rank order from the next one, on two streams, so that with more than two GPUs no
-  // peer is read by everyone at once.
+  // Every peer at once, each on a stream of its own, in rank order from the next one (so that no
+  // peer is read by everyone first).
   for (int i = 1; i < nranks_; ++i) {
     const int q = (rank_ + i) % nranks_;
     BRAID_TRY(cuda(cudaMemcpyAsync(out + static_cast<size_t>(q) * block, shared_[q].send, head,
-                                   cudaMemcpyDeviceToDevice, helpers[i % 2]),
+                                   cudaMemcpyDeviceToDevice, pulls[static_cast<size_t>(i - 1) % pulls.size()]),
                    "cudaMemcpyAsync (a peer's block over NVLink)"));
   }
 
   // Join, tell the peers this rank has read what it needs, and wait until they have too.
-  for (int i = 0; i < 2; ++i) {
-    BRAID_TRY(cuda(cudaEventRecord(sync.joins[i], helpers[i]), "cudaEventRecord (join)"));
-    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, sync.joins[i], 0), "cudaStreamWaitEvent (join)"));
+  for (size_t i = 0; i < pulls.size(); ++i) {
+    BRAID_TRY(cuda(cudaEventRecord(joins[i], pulls[i]), "cudaEventRecord (join)"));
+    BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins[i], 0), "cudaStreamWaitEvent (join)"));
   }
   BRAID_TRY(arrive(stream, sync, kGraphReadsDone));
   BRAID_TRY(wait_for_peers(stream, sync, kGraphReadsDone));
