@@ -179,8 +179,9 @@ class PeerPath {
   cudaStream_t graph_in_ = nullptr, graph_out_ = nullptr;
   cudaEvent_t graph_fork_ = nullptr;
   cudaEvent_t graph_joins_[2] = {};
-  // AllGather pulls every peer's block at once, one stream each: on 4x H200 two streams for three
-  // peers left braid's path at 0.68-0.72x NCCL. [0] outside graphs, [1] captured calls'.
+  // AllGather's pulls, a stream per peer ([0] outside graphs, [1] captured calls'): at two ranks
+  // one stream, with no idle second one to fork and join. At 4 ranks on 4x H200 three concurrent
+  // pulls were no faster than two (bench/results/gpus4-pulls/).
   std::vector<cudaStream_t> pulls_[2];
   std::vector<cudaEvent_t> pull_joins_[2];
   // AllReduce's pulled pieces: two slots of scratch, each holding one piece of every peer's input.
