@@ -161,16 +161,14 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
     else BRAID_TRY(cuda(e, "cudaDeviceEnablePeerAccess"));
   }
   BRAID_TRY(cuda(cuda::load_peer_reduce_kernels(), "loading braid's NVLink reduction kernels"));
-  for (cudaStream_t* s : {&copy_in_, &copy_out_, &graph_in_, &graph_out_})
-    BRAID_TRY(cuda(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking), "cudaStreamCreate"));
-  for (cudaEvent_t* e : {&fork_, &graph_fork_, &graph_joins_[0], &graph_joins_[1]})
+  BRAID_TRY(cuda(cudaStreamCreateWithFlags(&copy_in_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  for (cudaEvent_t* e : {&fork_, &graph_fork_})
     BRAID_TRY(cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming), "cudaEventCreate"));
-  const cudaStream_t helpers[2][2] = {{copy_in_, copy_out_}, {graph_in_, graph_out_}};
   for (int k = 0; k < 2; ++k) {
     for (int i = 0; i < std::max(1, nranks_ - 1); ++i) {
-      cudaStream_t s = i < 2 ? helpers[k][i] : nullptr;
-      if (s == nullptr) BRAID_TRY(cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
+      cudaStream_t s = nullptr;
+      BRAID_TRY(cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"));
       pulls_[k].push_back(s);
       cudaEvent_t e = nullptr;
       BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
@@ -178,9 +176,6 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
     }
   }
   for (int i = 0; i < 2; ++i) {
-    cudaEvent_t e = nullptr;
-    BRAID_TRY(cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate"));
-    joins_.push_back(e);
     BRAID_TRY(cuda(cudaEventCreateWithFlags(&pulled_[i], cudaEventDisableTiming), "cudaEventCreate"));
     BRAID_TRY(cuda(cudaEventCreateWithFlags(&reduced_[i], cudaEventDisableTiming), "cudaEventCreate"));
   }
@@ -189,15 +184,12 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
 
 PeerPath::~PeerPath() {
   cudaSetDevice(device_);
-  for (cudaStream_t s : {copy_in_, copy_out_, graph_in_, graph_out_})
-    if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
-  for (cudaEvent_t e : {fork_, graph_fork_, graph_joins_[0], graph_joins_[1]})
+  if (copy_in_ != nullptr) cudaStreamSynchronize(copy_in_), cudaStreamDestroy(copy_in_);
+  for (cudaEvent_t e : {fork_, graph_fork_})
     if (e != nullptr) cudaEventDestroy(e);
   if (last_done_ != nullptr) cudaEventSynchronize(last_done_), cudaEventDestroy(last_done_);
-  for (cudaEvent_t e : joins_) cudaEventDestroy(e);
   for (int k = 0; k < 2; ++k) {
-    // The first two are the helpers, destroyed above.
-    for (size_t i = 2; i < pulls_[k].size(); ++i) cudaStreamSynchronize(pulls_[k][i]), cudaStreamDestroy(pulls_[k][i]);
+    for (cudaStream_t s : pulls_[k]) cudaStreamSynchronize(s), cudaStreamDestroy(s);
     for (cudaEvent_t e : pull_joins_[k]) cudaEventDestroy(e);
   }
   for (int i = 0; i < 2; ++i) {
@@ -367,15 +359,11 @@ PeerPath::CallSync PeerPath::sync_for(bool captured) {
   CallSync sync;
   sync.captured = captured;
   if (captured) {
-    sync.helpers[0] = graph_in_, sync.helpers[1] = graph_out_;
     sync.fork = graph_fork_;
-    sync.joins[0] = graph_joins_[0], sync.joins[1] = graph_joins_[1];
     sync.pulls = &pulls_[1], sync.pull_joins = &pull_joins_[1];
   } else {
     sync.seq = ++seq_;
-    sync.helpers[0] = copy_in_, sync.helpers[1] = copy_out_;
     sync.fork = fork_;
-    sync.joins[0] = joins_[0], sync.joins[1] = joins_[1];
     sync.pulls = &pulls_[0], sync.pull_joins = &pull_joins_[0];
   }
   return sync;

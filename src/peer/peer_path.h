@@ -120,10 +120,8 @@ class PeerPath {
   struct CallSync {
     bool captured = false;
     uint64_t seq = 0;
-    cudaStream_t helpers[2] = {};
     cudaEvent_t fork = nullptr;
-    cudaEvent_t joins[2] = {};
-    // AllGather's pulls: a stream per peer (the helpers first), each joined by its event.
+    // AllGather's pulls: a stream per peer, each joined by its event.
     const std::vector<cudaStream_t>* pulls = nullptr;
     const std::vector<cudaEvent_t>* pull_joins = nullptr;
   };
@@ -170,15 +168,12 @@ class PeerPath {
   bool fd_passing_ = false;  // cuMem buffers can be shared (Peers::fd_passing)
   uint64_t seq_ = 0;
   std::vector<Shared> shared_;  // per rank, for the current call
-  cudaStream_t copy_in_ = nullptr, copy_out_ = nullptr;  // two pulls at once (more than 2 GPUs)
+  cudaStream_t copy_in_ = nullptr;  // AllReduce's pulls of the peers' inputs into scratch
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t last_done_ = nullptr;  // the end of the latest call queued
-  std::vector<cudaEvent_t> joins_;
   // Captured calls' own: a capture joins the streams it forks to, and the progress thread may use
   // the others at the same time.
-  cudaStream_t graph_in_ = nullptr, graph_out_ = nullptr;
   cudaEvent_t graph_fork_ = nullptr;
-  cudaEvent_t graph_joins_[2] = {};
   // AllGather's pulls, a stream per peer ([0] outside graphs, [1] captured calls'): at two ranks
   // one stream, with no idle second one to fork and join. At 4 ranks on 4x H200 three concurrent
   // pulls were no faster than two (bench/results/gpus4-pulls/).
