@@ -238,6 +238,13 @@ void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
 
 Result Orchestrator::failure(std::string* text) const { return lane_ ? lane_->failure(text) : Result::Success; }
 
+Result Orchestrator::refuse_after_failure() const {
+  std::string text;
+  if (const Result f = failure(&text); f != Result::Success)
+    return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
+  return Result::Success;
+}
+
 Result Orchestrator::resolve_op(const SplitCall& call, Job* job) const {
   job->share = share_of(call);  // built-in operators have the same values as braid's
   if (!collective_reduces(call.collective) || call.op < ncclNumOps) return Result::Success;
@@ -347,9 +354,7 @@ Result Orchestrator::drain() { return apply_settled(ledger_->calls(), true); }
 uint64_t Orchestrator::calls() const { return ledger_->calls(); }
 
 Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
-  std::string text;
-  if (const Result f = failure(&text); f != Result::Success)
-    return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
+  BRAID_TRY(refuse_after_failure());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
   const auto began = std::chrono::steady_clock::now();
   const auto caller_seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
@@ -412,6 +417,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (!lane_->async()) {
     // BRAID_ASYNC=0: this thread runs braid's shares itself and the join is by events.
     lane_->submit(std::move(job));
+    std::string text;
     if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
     return cuda(cudaStreamWaitEvent(stream, e.joined, 0), "cudaStreamWaitEvent (join)");
   }
@@ -522,9 +528,7 @@ Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range,
 
 Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bool* carried) {
   *carried = false;
-  std::string text;
-  if (const Result f = failure(&text); f != Result::Success)
-    return fail(f, "multipath: braid's PCIe path failed earlier on this communicator: %s", text.c_str());
+  BRAID_TRY(refuse_after_failure());
   if (!copy_engines_take(call) ||
       message_bytes(call, nranks_) < static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_graph_min_bytes)))
     return Result::Success;

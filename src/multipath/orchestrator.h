@@ -150,6 +150,8 @@ class Orchestrator : private LaneSteps {
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
   // call applied so far found a buffer it could not share (the same answer on every rank).
   bool rides_copy_engines(const SplitCall& call) const;
+  // failure()'s error for a new call ("braid's PCIe path failed earlier"), or Success.
+  Result refuse_after_failure() const;
   // And the call is large enough for it (BRAID_NVLINK_COPY_MIN_BYTES, BRAID_NVLINK_ALLREDUCE_MIN_BYTES).
   bool copy_engines_take(const SplitCall& call) const;
   Result resolve_op(const SplitCall& call, Job* job) const;
