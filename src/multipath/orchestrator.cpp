@@ -16,6 +16,7 @@
 #include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/sizes.h"
 #include "engine/communicator.h"
 #include "multipath/nccl_share_path.h"
 #include "multipath/pcie_share_path.h"
@@ -210,7 +211,7 @@ bool Orchestrator::copy_engines_take(const SplitCall& call) const {
   // than it gained (docs/PERFORMANCE.md), so it has a threshold of its own.
   const int64_t copy_min = call.collective == Collective::AllReduce ? settings().nvlink_allreduce_min_bytes
                                                                     : settings().nvlink_copy_min_bytes;
-  return rides_copy_engines(call) && message_bytes(call, nranks_) >= static_cast<size_t>(std::max<int64_t>(0, copy_min));
+  return rides_copy_engines(call) && message_bytes(call, nranks_) >= byte_threshold(copy_min);
 }
 
 // Operators made on the communicator (PreMulSum) have values from ncclNumOps on.
@@ -530,7 +531,7 @@ Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bo
   *carried = false;
   BRAID_TRY(refuse_after_failure());
   if (!copy_engines_take(call) ||
-      message_bytes(call, nranks_) < static_cast<size_t>(std::max<int64_t>(0, settings().nvlink_graph_min_bytes)))
+      message_bytes(call, nranks_) < byte_threshold(settings().nvlink_graph_min_bytes))
     return Result::Success;
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));

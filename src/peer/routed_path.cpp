@@ -6,6 +6,7 @@
 #include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/sizes.h"
 #include "cuda/device_scope.h"
 #include "engine/control.h"
 #include "engine/routed_exchange.h"
@@ -136,7 +137,7 @@ Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::uniq
   topo::Topology topology;
   if (made == Result::Success) made = routing_topology(p->braid_->engine->topology(), p->nranks_, &topology);
   route::RouterOptions options;
-  options.direct_threshold = double(std::max<int64_t>(0, settings().route_min_bytes));
+  options.direct_threshold = double(byte_threshold(settings().route_min_bytes));
   if (made == Result::Success) made = p->router_.init(topology, options);
   for (cudaStream_t& s : p->streams_)
     if (made == Result::Success) made = p->cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");

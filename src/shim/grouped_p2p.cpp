@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/sizes.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
 #include "shim/pcie_path.h"
@@ -216,7 +217,7 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
   }
   // Every pair matched: from here on a group that goes to NCCL gets whole matched pairs, and the
   // board stays on.
-  const size_t min_bytes = size_t(std::max<int64_t>(0, settings().route_min_bytes));
+  const size_t min_bytes = byte_threshold(settings().route_min_bytes);
   const size_t largest = route::largest_flow_bytes(layout);
   if (largest == 0 || largest < min_bytes) {
     say_declined(comm, path, rank, RouteDecline::SmallGroup,

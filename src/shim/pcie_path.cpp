@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "common/sizes.h"
 #include "route/grouped_exchange.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
@@ -257,7 +258,7 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
   // two of them; on 4x H200 it lost (0.70-0.78x NCCL at 256 MB, docs/PERFORMANCE.md).
   if (groups == "auto" &&
       (state->nranks != 2 || (call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
-       multipath::message_bytes(call, state->nranks) < static_cast<size_t>(std::max<int64_t>(0, settings().split_groups_min_bytes))))
+       multipath::message_bytes(call, state->nranks) < byte_threshold(settings().split_groups_min_bytes)))
     return false;
   PciePath& path = *state->pcie_path;
   {
@@ -347,7 +348,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   // Each flow of the three is `count` elements. Every rank sees the same count: these answers are
   // every rank's.
   const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.datatype));
-  const auto min_bytes = static_cast<size_t>(std::max<int64_t>(0, settings().route_min_bytes));
+  const auto min_bytes = byte_threshold(settings().route_min_bytes);
   if (flow_bytes == 0 || flow_bytes < min_bytes) {
     say_declined(call.comm, path, state->rank, RouteDecline::SmallCollective,
                  "an nccl%s of %zu bytes a flow went to NCCL: exchanges whose flows are under "
