@@ -49,12 +49,14 @@ Result parse_cpu_list(const std::string& text, std::vector<int>* cpus) {
 }
 
 WorkerCores workers_for(int cores, int sharing, int slot, const std::vector<int>& cpus) {
-  constexpr int kCallerAndProgress = 2;
+  // The calling thread, braid's progress thread and NCCL's proxy thread (busy on network
+  // transports, as on the one-GPU rig where every rank is a node of its own).
+  constexpr int kCallerProgressAndProxy = 3;
   constexpr int kMostWorkers = 8;
   sharing = std::max(1, sharing);
   const int slice = std::max(1, cores / sharing);
   WorkerCores out;
-  out.threads = std::clamp(slice - kCallerAndProgress, 1, kMostWorkers);
+  out.threads = std::clamp(slice - kCallerProgressAndProxy, 1, kMostWorkers);
   if (cpus.empty()) return out;
   const size_t first = static_cast<size_t>(std::clamp(slot, 0, sharing - 1)) * static_cast<size_t>(slice);
   for (int i = 0; i < out.threads; ++i) out.cpus.push_back(cpus[(first + static_cast<size_t>(i)) % cpus.size()]);

@@ -22,10 +22,10 @@ namespace braid::engine {
 Result parse_cpu_list(const std::string& text, std::vector<int>* cpus);
 
 // A rank's workers when BRAID_THREADS does not say: `cores` (a NUMA node's, or the machine's) shared
-// by `sharing` ranks, of which this is the `slot`-th. Each rank's slice leaves two cores to its
+// by `sharing` ranks, of which this is the `slot`-th. Each rank's slice leaves three cores to its
 // calling thread and its progress thread, which queue every call's GPU work and must not wait
-// behind host reductions; ranks sharing a node pin to disjoint slices of `cpus` (all of them on
-// the same first cores would share a few). 1 to 8 workers.
+// behind host reductions, and to NCCL's proxy thread; ranks sharing a node pin to disjoint slices
+// of `cpus` (all of them on the same first cores would share a few). 1 to 8 workers.
 struct WorkerCores {
   int threads = 1;
   std::vector<int> cpus;  // one per worker, or empty: unpinned

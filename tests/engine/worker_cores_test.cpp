@@ -14,9 +14,9 @@ std::vector<int> range(int first, int count) {
   return v;
 }
 
-TEST(WorkerCores, LeavesTwoCoresToEachRanksCallerAndProgressThread) {
-  EXPECT_EQ(workers_for(16, 2, 0, {}).threads, 6);
-  EXPECT_EQ(workers_for(16, 4, 3, {}).threads, 2);
+TEST(WorkerCores, LeavesThreeCoresToEachRanksCallerProgressAndProxyThreads) {
+  EXPECT_EQ(workers_for(16, 2, 0, {}).threads, 5);
+  EXPECT_EQ(workers_for(16, 4, 3, {}).threads, 1);
   EXPECT_EQ(workers_for(64, 2, 1, {}).threads, 8);  // at most 8
   EXPECT_EQ(workers_for(2, 4, 0, {}).threads, 1);   // at least 1
   EXPECT_EQ(workers_for(0, 0, 0, {}).threads, 1);
@@ -29,11 +29,11 @@ TEST(WorkerCores, RanksSharingANodePinToDisjointCores) {
   std::set<int> taken;
   for (int slot = 0; slot < 4; ++slot) {
     const WorkerCores w = workers_for(32, 4, slot, node);
-    ASSERT_EQ(w.threads, 6);
-    ASSERT_EQ(w.cpus.size(), 6u);
+    ASSERT_EQ(w.threads, 5);
+    ASSERT_EQ(w.cpus.size(), 5u);
     for (int cpu : w.cpus) {
       EXPECT_GE(cpu, 16 + slot * 8);
-      EXPECT_LT(cpu, 16 + slot * 8 + 6);  // the slice's last two cores stay free
+      EXPECT_LT(cpu, 16 + slot * 8 + 5);  // the slice's last three cores stay free
       EXPECT_TRUE(taken.insert(cpu).second) << "core " << cpu << " pinned twice";
     }
   }
