@@ -65,6 +65,8 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   Result r = o->cuda(cudaStreamCreateWithFlags(&o->pcie_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   if (r == Result::Success)
     r = o->cuda(cudaStreamCreateWithFlags(&o->copy_stream_, cudaStreamNonBlocking), "cudaStreamCreate (copy engines)");
+  if (r == Result::Success)
+    r = o->cuda(cudaStreamCreateWithFlags(&o->timing_stream_, cudaStreamNonBlocking), "cudaStreamCreate (fork times)");
   void* done = nullptr;
   if (r == Result::Success)
     r = o->cuda(cudaHostAlloc(&done, sizeof(std::atomic<uint64_t>), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -177,13 +179,14 @@ Orchestrator::~Orchestrator() {
   }
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
   if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_), cudaStreamDestroy(copy_stream_);
+  if (timing_stream_ != nullptr) cudaStreamSynchronize(timing_stream_), cudaStreamDestroy(timing_stream_);
   // Before braid's communicator, which the paths use.
   copy_engines_.reset();
   nccl_path_.reset();
   pcie_path_.reset();
   for (const CallEvents& e : all_events_) {
     cudaEventDestroy(e.fork);
-    cudaEventDestroy(e.fork_untimed);
+    cudaEventDestroy(e.fork_time);
     cudaEventDestroy(e.nccl_end);
     cudaEventDestroy(e.pcie_end);
     cudaEventDestroy(e.joined);
@@ -283,9 +286,8 @@ Result Orchestrator::take_events(CallEvents* out) {
 Result Orchestrator::make_events(size_t count, std::vector<CallEvents>* out) {
   for (size_t i = 0; i < count; ++i) {
     CallEvents e;
-    Result r = cuda(cudaEventCreate(&e.fork), "cudaEventCreate");
-    if (r == Result::Success)
-      r = cuda(cudaEventCreateWithFlags(&e.fork_untimed, cudaEventDisableTiming), "cudaEventCreate");
+    Result r = cuda(cudaEventCreateWithFlags(&e.fork, cudaEventDisableTiming), "cudaEventCreate");
+    if (r == Result::Success) r = cuda(cudaEventCreate(&e.fork_time), "cudaEventCreate");
     if (r == Result::Success) r = cuda(cudaEventCreate(&e.nccl_end), "cudaEventCreate");
     if (r == Result::Success) r = cuda(cudaEventCreate(&e.pcie_end), "cudaEventCreate");
     if (r == Result::Success) r = cuda(cudaEventCreateWithFlags(&e.joined, cudaEventDisableTiming), "cudaEventCreate");
@@ -402,6 +404,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (Result r = resolve_op(call, job.get()); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
   if (Result r = take_events(&job->events); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
   const CallEvents e = job->events;
+  job->caller_timed = job->timed() && callers_time_forks_.load(std::memory_order_relaxed);
+  job->fork_timed = job->caller_timed;
   // The fork (braid's shares wait for it) and NCCL's share right after it on the caller's stream:
   // all shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
@@ -472,6 +476,7 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
               job.copy_engines() ? "copy engines" : "nccl", job.pcie() ? (job.timed() ? " and pcie, timed" : " and pcie") : "");
   if (!job.runs_on_lane()) return Result::Success;
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
+  if (job.timed()) BRAID_TRY(time_fork(job));
   // The copy engines first: their share only queues once the peers met, and then runs beside the
   // PCIe share, which this thread drives to its end.
   if (job.copy_engines()) {
@@ -619,21 +624,45 @@ Result Orchestrator::release(Job& job) {
   return Result::Success;
 }
 
+// A timing event costs its caller about 1 us more than a plain one (bench/host_cost_probe.cu), so
+// the calling thread records the fork untimed and this thread times it on a stream of its own.
+// Once the GPU has passed the fork, a record would come late and shorten both paths' times: the
+// call is then not measured, and the calling thread times the next timed calls' forks itself
+// until one of them finds the GPU behind again.
+Result Orchestrator::time_fork(Job& job) {
+  const cudaError_t passed = cudaEventQuery(job.fork());
+  if (passed != cudaErrorNotReady && passed != cudaSuccess) BRAID_TRY(cuda(passed, "cudaEventQuery (fork)"));
+  cudaGetLastError();  // not ready is no error
+  callers_time_forks_.store(passed == cudaSuccess, std::memory_order_relaxed);
+  if (job.caller_timed || passed == cudaSuccess) return Result::Success;
+  BRAID_TRY(cuda(cudaStreamWaitEvent(timing_stream_, job.events.fork, 0), "cudaStreamWaitEvent (fork time)"));
+  BRAID_TRY(cuda(cudaEventRecord(job.events.fork_time, timing_stream_), "cudaEventRecord (fork time)"));
+  job.fork_timed = true;
+  return Result::Success;
+}
+
 // A call's times, once both paths ended: every rank's progress thread settles every split call
-// right after its PCIe share, so the exchanges pair up in the same order on every rank.
+// right after its PCIe share, so the exchanges pair up in the same order on every rank. A rank that
+// could not time its fork sends kUnmeasured, and then no rank keeps the call's times.
 Result Orchestrator::settle(const Job& job, std::vector<double>* seconds) {
   if (!job.timed()) return Result::Success;  // nothing to exchange: the table learns from timed calls only
+  constexpr uint64_t kUnmeasured = ~uint64_t{0};
   const CallEvents& e = job.events;
-  float nccl_ms = 0, pcie_ms = 0;
-  BRAID_TRY(cuda(cudaEventSynchronize(e.pcie_end), "cudaEventSynchronize"));
-  BRAID_TRY(cuda(cudaEventSynchronize(e.nccl_end), "cudaEventSynchronize"));
-  if (job.record.nccl_elements > 0)
-    BRAID_TRY(cuda(cudaEventElapsedTime(&nccl_ms, e.fork, e.nccl_end), "cudaEventElapsedTime"));
-  BRAID_TRY(cuda(cudaEventElapsedTime(&pcie_ms, e.fork, e.pcie_end), "cudaEventElapsedTime"));
-  const uint64_t mine[2] = {static_cast<uint64_t>(std::max(0.f, nccl_ms) * 1e6),
-                            static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6)};
+  uint64_t mine[2] = {kUnmeasured, kUnmeasured};
+  if (job.fork_timed) {
+    float nccl_ms = 0, pcie_ms = 0;
+    BRAID_TRY(cuda(cudaEventSynchronize(e.pcie_end), "cudaEventSynchronize"));
+    BRAID_TRY(cuda(cudaEventSynchronize(e.nccl_end), "cudaEventSynchronize"));
+    BRAID_TRY(cuda(cudaEventSynchronize(e.fork_time), "cudaEventSynchronize"));
+    if (job.record.nccl_elements > 0)
+      BRAID_TRY(cuda(cudaEventElapsedTime(&nccl_ms, e.fork_time, e.nccl_end), "cudaEventElapsedTime"));
+    BRAID_TRY(cuda(cudaEventElapsedTime(&pcie_ms, e.fork_time, e.pcie_end), "cudaEventElapsedTime"));
+    mine[0] = static_cast<uint64_t>(std::max(0.f, nccl_ms) * 1e6);
+    mine[1] = static_cast<uint64_t>(std::max(0.f, pcie_ms) * 1e6);
+  }
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
+  if (std::find(all.begin(), all.end(), kUnmeasured) != all.end()) return Result::Success;
   seconds->assign(static_cast<size_t>(nranks_) * 2, 0.0);
   for (size_t i = 0; i < all.size() && i < seconds->size(); ++i) (*seconds)[i] = static_cast<double>(all[i]) * 1e-9;
   return Result::Success;

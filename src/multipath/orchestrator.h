@@ -127,9 +127,10 @@ class Orchestrator : private LaneSteps {
 
  private:
   struct CallEvents {
-    cudaEvent_t fork = nullptr, nccl_end = nullptr, pcie_end = nullptr;
-    cudaEvent_t fork_untimed = nullptr;  // the fork of a call that is not timed (a cheaper record)
-    cudaEvent_t joined = nullptr;        // braid's shares done (BRAID_ASYNC=0 joins the caller by it)
+    cudaEvent_t fork = nullptr;       // on the caller's stream: braid's shares wait for it (untimed: cheap)
+    cudaEvent_t fork_time = nullptr;  // when the fork passed, as the progress thread records it (timed)
+    cudaEvent_t nccl_end = nullptr, pcie_end = nullptr;  // timed
+    cudaEvent_t joined = nullptr;     // braid's shares done (BRAID_ASYNC=0 joins the caller by it)
   };
   // One split call, as the progress thread gets it: the operator is resolved at call time (the
   // application may destroy a PreMulSum operator as soon as the call returns).
@@ -141,7 +142,11 @@ class Orchestrator : private LaneSteps {
     // The copy engines did not carry their share (refused or deferred): PCIe carried it.
     bool copy_moved() const { return record.copy_refused || record.copy_deferred; }
     bool timed() const { return ledger.timed; }             // and both paths are timed
-    cudaEvent_t fork() const { return timed() ? events.fork : events.fork_untimed; }
+    // Where this call's fork is timed: by the calling thread (fork_time is then the fork itself),
+    // or by the progress thread, which can only where the GPU has not passed the fork yet.
+    bool caller_timed = false;
+    bool fork_timed = false;  // fork_time holds when the fork passed: the times hold
+    cudaEvent_t fork() const { return caller_timed ? events.fork_time : events.fork; }
     ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
     peer::PeerPath::Publication publication;  // this rank's buffers as the copy engines' peers learn them
@@ -190,7 +195,11 @@ class Orchestrator : private LaneSteps {
   // The caller's stream goes on once braid's shares are done: the completion word raised to the
   // call on pcie_stream_ (after the copy engines' end), and `joined` recorded.
   Result release(Job& job);
-  // Every rank's per-path times of a timed call (none for the others).
+  // A timed call's fork time, on timing_stream_: only while the GPU has not passed the fork yet.
+  // Learns which thread should time the next timed calls' forks (callers_time_forks_).
+  Result time_fork(Job& job);
+  // Every rank's per-path times of a timed call (none for the others, nor where a rank could not
+  // time the fork).
   Result settle(const Job& job, std::vector<double>* seconds);
 
   // The calling thread: applies settled calls to the table, in call order, through `call`
@@ -208,6 +217,13 @@ class Orchestrator : private LaneSteps {
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t pcie_stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;  // the copy engines' share, queued by the progress thread
+  // Holds nothing but timed calls' fork times, so a record there fires as the fork passes.
+  cudaStream_t timing_stream_ = nullptr;
+  // Set while calls come on streams the GPU has caught up with (each call waited for, as in a
+  // latency test): the progress thread comes too late to time their forks, so the calling thread
+  // records the fork as a timing event itself, about 1 us more. Cleared once such a fork was not
+  // passed yet when the progress thread looked (calls queued ahead of the GPU, as in training).
+  std::atomic<bool> callers_time_forks_{false};
   // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
   // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
   std::unique_ptr<PeerSharePath> copy_engines_;

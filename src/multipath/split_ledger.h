@@ -56,9 +56,10 @@ class SplitLedger {
   void replace_table(std::unique_ptr<balance::SplitTable> table) { table_ = std::move(table); }
 
   // Which split calls of a kind are timed: the first kFirstTimed, then one in kTimeEvery. A
-  // timing event costs the calling thread about 1 us more than a plain one, two per call
-  // (bench/host_cost_probe.cu); the balancer needs some calls' times, not every call's.
-  static constexpr uint64_t kFirstTimed = 8;
+  // timing event costs the calling thread about 1 us more than a plain one (NCCL's end, and the
+  // fork where the progress thread cannot time it: bench/host_cost_probe.cu); the balancer needs
+  // some calls' times, not every call's.
+  static constexpr uint64_t kFirstTimed = 4;
   static constexpr uint64_t kTimeEvery = 4;
 
  private:

@@ -85,16 +85,20 @@ TEST(ShimMultipath, MatrixSplitAcrossNcclAndPcie) {
   // The trace proves the calls were split, not passed to NCCL whole.
   std::ifstream trace(g_trace);
   std::string line;
-  int both = 0, lines = 0;
+  int both = 0, lines = 0, timed = 0;
   while (std::getline(trace, line)) {
     if (line.find("\"declined\"") != std::string::npos) continue;  // a call given to NCCL alone
     ++lines;
     const bool pcie = line.find("\"pcie_elements\": 0,") == std::string::npos;
     const bool nccl = line.find("\"nccl_elements\": 0,") == std::string::npos;
     both += pcie && nccl;
+    // Measured on every rank: the progress threads timed the fork before the GPU passed it.
+    timed += line.find("\"timed\": true") != std::string::npos &&
+             line.find("\"pcie_ms\": 0.0000,") == std::string::npos;
   }
   EXPECT_GT(lines, 100) << g_trace;
   EXPECT_GT(both, 100) << "calls that used both paths, of " << lines;
+  EXPECT_GT(timed, 0) << "calls whose per-path times the table learned, of " << lines;
 }
 
 // Calls captured in a CUDA graph ride braid's NVLink path whole (AllGather from
