@@ -646,7 +646,6 @@ Result Orchestrator::time_fork(Job& job) {
 // could not time its fork sends kUnmeasured, and then no rank keeps the call's times.
 Result Orchestrator::settle(const Job& job, std::vector<double>* seconds) {
   if (!job.timed()) return Result::Success;  // nothing to exchange: the table learns from timed calls only
-  constexpr uint64_t kUnmeasured = ~uint64_t{0};
   const CallEvents& e = job.events;
   uint64_t mine[2] = {kUnmeasured, kUnmeasured};
   if (job.fork_timed) {
@@ -662,9 +661,8 @@ Result Orchestrator::settle(const Job& job, std::vector<double>* seconds) {
   }
   std::vector<uint64_t> all;
   BRAID_TRY(braid_->engine->exchange(mine, &all));
-  if (std::find(all.begin(), all.end(), kUnmeasured) != all.end()) return Result::Success;
-  seconds->assign(static_cast<size_t>(nranks_) * 2, 0.0);
-  for (size_t i = 0; i < all.size() && i < seconds->size(); ++i) (*seconds)[i] = static_cast<double>(all[i]) * 1e-9;
+  all.resize(static_cast<size_t>(nranks_) * 2, 0);
+  *seconds = agreed_seconds(all);
   return Result::Success;
 }
 

@@ -4,6 +4,14 @@
 
 namespace braid::multipath {
 
+std::vector<double> agreed_seconds(const std::vector<uint64_t>& nanoseconds) {
+  if (std::find(nanoseconds.begin(), nanoseconds.end(), kUnmeasured) != nanoseconds.end()) return {};
+  std::vector<double> seconds;
+  seconds.reserve(nanoseconds.size());
+  for (uint64_t ns : nanoseconds) seconds.push_back(static_cast<double>(ns) * 1e-9);
+  return seconds;
+}
+
 SplitLedger::SplitLedger(std::unique_ptr<balance::SplitTable> table, int nranks, uint64_t lag, size_t align_bytes)
     : table_(std::move(table)), nranks_(nranks), lag_(std::max<uint64_t>(1, lag)), align_bytes_(align_bytes) {}
 

@@ -31,6 +31,13 @@ struct LedgerCall {
   bool timed = false;  // a call with a PCIe share whose paths are timed
 };
 
+// A timed call's times as the ranks exchanged them: per rank, its NVLink path's and its PCIe
+// path's nanoseconds, or kUnmeasured from a rank that could not time the call. In seconds, in the
+// same order, for SplitLedger::apply; empty (the table learns nothing) if any rank sent kUnmeasured,
+// so that every rank applies the same samples.
+inline constexpr uint64_t kUnmeasured = ~uint64_t{0};
+std::vector<double> agreed_seconds(const std::vector<uint64_t>& nanoseconds);
+
 class SplitLedger {
  public:
   // Split offsets are multiples of `align_bytes` (both shares stay page-aligned).

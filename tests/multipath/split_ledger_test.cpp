@@ -183,5 +183,24 @@ TEST(SplitLedger, TheFirstCallsOfEachKindAreTimedThenOneInFour) {
   }
 }
 
+TEST(SplitLedger, ExchangedTimesAreKeptOnlyWhereEveryRankMeasured) {
+  const std::vector<double> seconds = agreed_seconds({2'000'000, 3'000'000, 1'500'000, 2'500'000});
+  ASSERT_EQ(seconds.size(), 4u);
+  EXPECT_DOUBLE_EQ(seconds[0], 2e-3);
+  EXPECT_DOUBLE_EQ(seconds[3], 2.5e-3);
+  EXPECT_TRUE(agreed_seconds({2'000'000, 3'000'000, kUnmeasured, kUnmeasured}).empty());
+  // And an empty sample teaches the table nothing, on every rank alike.
+  auto ledger = make_ledger(2, 1000, "static");
+  LedgerCall c;
+  ASSERT_EQ(ledger->next(Collective::AllReduce, DataType::Float32, size_t{8} << 20, size_t{2} << 20, &c),
+            Result::Success);
+  ASSERT_TRUE(c.timed);
+  const double before = ledger->table().shares_for(c.collective, c.type, c.bytes).fraction(1);
+  double after = -1;
+  EXPECT_EQ(ledger->apply(c, agreed_seconds({1, 2, kUnmeasured, 4}), &after, /*beyond_lag=*/true), Result::Success);
+  EXPECT_EQ(ledger->applied(), 1u);
+  EXPECT_EQ(after, before);
+}
+
 }  // namespace
 }  // namespace braid::multipath
