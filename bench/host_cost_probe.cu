@@ -1,25 +1,35 @@
-// What each CUDA call that a split call makes costs the calling thread (median over many calls):
-// the budget of braid's call path is NCCL's own host time + 5 us (docs/MULTIPATH.md).
+// What each CUDA call that a split call makes costs the calling thread (median and mean over many
+// calls): the budget of braid's call path is NCCL's own host time + 5 us (docs/MULTIPATH.md). Then
+// the caller's calls again while another thread of the process queues copies on a stream of its
+// own, as a rank's progress thread queues the PCIe share's: what the context's lock costs them.
 //   host_cost_probe [calls]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <numeric>
+#include <thread>
 #include <vector>
 
-static double median_us(int calls, const std::function<void()>& f) {
+struct Cost {
+  double median_us, mean_us;
+};
+
+static Cost cost(int calls, const std::function<void()>& f) {
   std::vector<double> t(static_cast<size_t>(calls));
   for (int i = 0; i < calls; ++i) {
     const auto a = std::chrono::steady_clock::now();
     f();
     t[static_cast<size_t>(i)] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count();
   }
+  const double mean = std::accumulate(t.begin(), t.end(), 0.0) / calls;
   std::nth_element(t.begin(), t.begin() + calls / 2, t.end());
-  return t[static_cast<size_t>(calls / 2)];
+  return {t[static_cast<size_t>(calls / 2)], mean};
 }
 
 int main(int argc, char** argv) {
@@ -72,10 +82,44 @@ int main(int argc, char** argv) {
       {"cuStreamBatchMemOp (one wait)", [&] { cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 1, &batch_wait, 0); }},
       {"cuStreamWriteValue64", [&] { cuStreamWriteValue64(reinterpret_cast<CUstream>(s), word_device, 1ull << 40, 0); }},
   };
+  std::printf("%-34s %10s %10s\n", "call", "median us", "mean us");
   for (const auto& p : probes) {
-    const double us = median_us(calls, p.f);
+    const Cost c = cost(calls, p.f);
     cudaStreamSynchronize(s);
-    std::printf("%-32s %7.3f us\n", p.name, us);
+    std::printf("%-34s %10.3f %10.3f\n", p.name, c.median_us, c.mean_us);
   }
+
+  // A split call's own calls (the fork, the join) while another thread queues 64 KiB copies
+  // device-to-host on its own stream without pause.
+  constexpr size_t kCopyBytes = 64 << 10;
+  void* host_copy = nullptr;
+  cudaHostAlloc(&host_copy, kCopyBytes, cudaHostAllocDefault);
+  cudaStream_t copies;
+  cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking);
+  std::atomic<bool> stop{false};
+  std::atomic<long> queued{0};
+  std::thread busy([&] {
+    cudaSetDevice(0);
+    while (!stop.load(std::memory_order_relaxed)) {
+      cudaMemcpyAsync(host_copy, buffer, kCopyBytes, cudaMemcpyDeviceToHost, copies);
+      if (queued.fetch_add(1, std::memory_order_relaxed) % 256 == 255) cudaStreamSynchronize(copies);
+    }
+  });
+  const struct {
+    const char* name;
+    std::function<void()> f;
+  } contended[] = {
+      {"cudaEventRecord (no timing)", [&] { cudaEventRecord(untimed, s); }},
+      {"cudaEventRecord (timing)", [&] { cudaEventRecord(timed, s); }},
+      {"cuStreamWaitValue64 (met)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+  };
+  for (const auto& p : contended) {
+    const Cost c = cost(calls, p.f);
+    cudaStreamSynchronize(s);
+    std::printf("%-34s %10.3f %10.3f  (another thread queueing copies)\n", p.name, c.median_us, c.mean_us);
+  }
+  stop.store(true);
+  busy.join();
+  std::printf("copies queued by the other thread: %ld\n", queued.load());
   return 0;
 }
