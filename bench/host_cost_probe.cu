@@ -64,18 +64,21 @@ int main(int argc, char** argv) {
   int device = 0;
   cudaStreamCaptureStatus capture;
   cudaPointerAttributes attributes;
+  // `fork_or_join`: a call every split call makes (its fork, its join), timed again below while
+  // another thread queues copies.
   const struct {
     const char* name;
     std::function<void()> f;
+    bool fork_or_join = false;
   } probes[] = {
       {"cudaGetDevice", [&] { cudaGetDevice(&device); }},
       {"cudaSetDevice (same device)", [&] { cudaSetDevice(0); }},
       {"cudaStreamIsCapturing", [&] { cudaStreamIsCapturing(s, &capture); }},
       {"cudaPointerGetAttributes", [&] { cudaPointerGetAttributes(&attributes, buffer); }},
-      {"cudaEventRecord (timing)", [&] { cudaEventRecord(timed, s); }},
-      {"cudaEventRecord (no timing)", [&] { cudaEventRecord(untimed, s); }},
+      {"cudaEventRecord (timing)", [&] { cudaEventRecord(timed, s); }, true},
+      {"cudaEventRecord (no timing)", [&] { cudaEventRecord(untimed, s); }, true},
       {"cudaStreamWaitEvent", [&] { cudaStreamWaitEvent(s, untimed, 0); }},
-      {"cuStreamWaitValue64 (met)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
+      {"cuStreamWaitValue64 (met)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }, true},
       {"cuStreamWaitValue32 (met)", [&] { cuStreamWaitValue32(reinterpret_cast<CUstream>(s), word32_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
       {"cuStreamWaitValue64 (device word)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), device_word, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
       {"cuStreamWaitValue32 (device word)", [&] { cuStreamWaitValue32(reinterpret_cast<CUstream>(s), device_word, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
     std::printf("%-34s %10.3f %10.3f\n", p.name, c.median_us, c.mean_us);
   }
 
-  // A split call's own calls (the fork, the join) while another thread queues 64 KiB copies
+  // The fork's and the join's calls again while another thread queues 64 KiB copies
   // device-to-host on its own stream without pause.
   constexpr size_t kCopyBytes = 64 << 10;
   void* host_copy = nullptr;
@@ -105,15 +108,8 @@ int main(int argc, char** argv) {
       if (queued.fetch_add(1, std::memory_order_relaxed) % 256 == 255) cudaStreamSynchronize(copies);
     }
   });
-  const struct {
-    const char* name;
-    std::function<void()> f;
-  } contended[] = {
-      {"cudaEventRecord (no timing)", [&] { cudaEventRecord(untimed, s); }},
-      {"cudaEventRecord (timing)", [&] { cudaEventRecord(timed, s); }},
-      {"cuStreamWaitValue64 (met)", [&] { cuStreamWaitValue64(reinterpret_cast<CUstream>(s), word_device, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
-  };
-  for (const auto& p : contended) {
+  for (const auto& p : probes) {
+    if (!p.fork_or_join) continue;
     const Cost c = cost(calls, p.f);
     cudaStreamSynchronize(s);
     std::printf("%-34s %10.3f %10.3f  (another thread queueing copies)\n", p.name, c.median_us, c.mean_us);

@@ -92,7 +92,8 @@ TEST(ShimMultipath, MatrixSplitAcrossNcclAndPcie) {
     const bool pcie = line.find("\"pcie_elements\": 0,") == std::string::npos;
     const bool nccl = line.find("\"nccl_elements\": 0,") == std::string::npos;
     both += pcie && nccl;
-    // Measured on every rank: the progress threads timed the fork before the GPU passed it.
+    // Measured on every rank: each timed the fork, by its progress thread before the GPU passed
+    // it or else by its calling thread.
     timed += line.find("\"timed\": true") != std::string::npos &&
              line.find("\"pcie_ms\": 0.0000,") == std::string::npos;
   }
