@@ -1,5 +1,6 @@
 #include "common/settings.h"
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -99,8 +100,8 @@ Settings read_environment() {
   return s;
 }
 
-std::mutex g_mutex;
-Settings* g_settings = nullptr;
+std::mutex g_mutex;  // makes and replaces the settings; reading them takes no lock
+std::atomic<const Settings*> g_settings{nullptr};
 
 }  // namespace
 
@@ -109,17 +110,19 @@ std::string first_choice(const char* alternatives) {
   return alts.substr(0, alts.find('|'));
 }
 
+// Read on every collective's path (several threads at once): the common case is one load.
 const Settings& settings() {
+  if (const Settings* s = g_settings.load(std::memory_order_acquire)) return *s;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_settings == nullptr) g_settings = new Settings(read_environment());
-  return *g_settings;
+  if (g_settings.load(std::memory_order_relaxed) == nullptr) g_settings.store(new Settings(read_environment()), std::memory_order_release);
+  return *g_settings.load(std::memory_order_relaxed);
 }
 
 void settings_reload() {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     // The old object is leaked on purpose: references handed out earlier stay valid.
-    g_settings = new Settings(read_environment());
+    g_settings.store(new Settings(read_environment()), std::memory_order_release);
   }
   log_reload();
 }
