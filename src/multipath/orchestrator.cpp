@@ -143,6 +143,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
   cudaSetDevice(previous);
   o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async);
+  if (settings().caller_profile) o->profile_ = std::make_unique<CallerProfile>();
   *out = std::move(o);
   return Result::Success;
 }
@@ -169,6 +170,8 @@ Orchestrator::~Orchestrator() {
       record_applied(job, seconds, next_share);
     });
   }
+  if (profile_ != nullptr)
+    BRAID_INFO(Init, "multipath: rank %d/%d: %s", rank_, nranks_, profile_->summary().c_str());
   // The frees below wait for the device: not while another communicator's progress thread has
   // GPU work to queue.
   quiet_lanes("multipath: freeing braid's part of a communicator", kQuietLanesSeconds);
@@ -356,11 +359,15 @@ Result Orchestrator::drain() { return apply_settled(ledger_->calls(), true); }
 
 uint64_t Orchestrator::calls() const { return ledger_->calls(); }
 
-Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
+Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfile::Clock::time_point entered) {
+  const auto began = entered != CallerProfile::Clock::time_point{} ? entered : CallerProfile::Clock::now();
+  const auto caller_seconds = [&] { return std::chrono::duration<double>(CallerProfile::Clock::now() - began).count(); };
+  if (profile_ != nullptr) profile_->begin(began), profile_->mark(CallerProfile::kShim);
+  const auto mark = [this](CallerProfile::Phase phase) {
+    if (profile_ != nullptr) profile_->mark(phase);
+  };
   BRAID_TRY(refuse_after_failure());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
-  const auto began = std::chrono::steady_clock::now();
-  const auto caller_seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count(); };
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
@@ -370,7 +377,9 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (copy_engines_ != nullptr && copy_engines_->path().needs_preparing()) BRAID_TRY(prepare_copy_engines());
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
+  mark(CallerProfile::kScope);
   BRAID_TRY(apply_settled(ledger_->must_apply_through()));
+  mark(CallerProfile::kSettle);
   auto job = std::make_unique<Job>();
   const DataType type = static_cast<DataType>(call.type);
   job->record.what = call;
@@ -396,9 +405,12 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   if (job->copy_engines()) copy_engines_->publish(share_of(call), ShareRange{0, nccl_elements}, &job->publication);
   if (!job->runs_on_lane()) {
     // The NVLink share alone on the caller's stream: no fork and no events.
+    mark(CallerProfile::kPrepare);
     const Result r = caller_nvlink_share(share_of(call), ShareRange{0, call.count}, stream, &job->record);
+    mark(CallerProfile::kNccl);
     job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
+    if (profile_ != nullptr) profile_->mark(CallerProfile::kHandOn), profile_->end(/*handed_on=*/false);
     return r;
   }
   if (Result r = resolve_op(call, job.get()); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
@@ -406,13 +418,16 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
   const CallEvents e = job->events;
   job->caller_timed = job->timed() && callers_time_forks_.load(std::memory_order_relaxed);
   job->fork_timed = job->caller_timed;
+  mark(CallerProfile::kPrepare);
   // The fork (braid's shares wait for it) and NCCL's share right after it on the caller's stream:
   // all shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
+  mark(CallerProfile::kFork);
   if (r == Result::Success && nccl_elements > 0 && !job->copy_engines()) {
     r = caller_nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &job->record);
     if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   }
+  mark(CallerProfile::kNccl);
   if (r != Result::Success) {
     give_back_events(e);
     lane_->settle_at_once(std::move(job));
@@ -426,13 +441,15 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream) {
     if (const Result f = failure(&text); f != Result::Success) return fail(f, "%s", text.c_str());
     return cuda(cudaStreamWaitEvent(stream, e.joined, 0), "cudaStreamWaitEvent (join)");
   }
-  lane_->submit(std::move(job));
+  if (lane_->submit(std::move(job)) && profile_ != nullptr) profile_->woke();
+  mark(CallerProfile::kHandOn);
   BRAID_TRACE(Balance, "multipath: call %llu: NCCL's share queued, braid's handed on", static_cast<unsigned long long>(call_number));
   // The join: braid's shares by the completion word its progress raises (NCCL's is on the stream).
   const CUresult w = cuda::driver().stream_wait_value64(reinterpret_cast<CUstream>(stream), done_device_, call_number,
                                                         CU_STREAM_WAIT_VALUE_GEQ);
   if (w != CUDA_SUCCESS)
     r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
+  if (profile_ != nullptr) profile_->mark(CallerProfile::kJoin), profile_->end(/*handed_on=*/true);
   if (r != Result::Success) {
     lane_->record_failure(r);
     abort();

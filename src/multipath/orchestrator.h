@@ -36,6 +36,7 @@
 #include "braid/braid.h"
 #include "common/result.h"
 #include "api/nccl_calls.h"
+#include "multipath/caller_profile.h"
 #include "multipath/progress_lane.h"
 #include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
@@ -96,8 +97,9 @@ class Orchestrator : private LaneSteps {
   // (BRAID_SPLIT_TRACE, rank 0's) as {"declined": reason, ...}; nothing without one. Any thread.
   void trace_declined(const SplitCall& call, const char* reason);
   // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on
-  // the progress thread) and `stream` waits for them.
-  Result run(const SplitCall& call, cudaStream_t stream);
+  // the progress thread) and `stream` waits for them. `entered`: when the application's call
+  // reached braid (the caller's host time counts from there), else now.
+  Result run(const SplitCall& call, cudaStream_t stream, CallerProfile::Clock::time_point entered = {});
   // A call captured into a CUDA graph on `stream` (every rank's is): braid's NVLink path carries
   // all of it where it would carry the call's NVLink share outside graphs, queued so that every
   // replay runs it (*carried); otherwise nothing is queued and the caller hands the call to NCCL.
@@ -242,6 +244,7 @@ class Orchestrator : private LaneSteps {
 
   // Between the calling thread and the progress thread (BRAID_ASYNC=0: no thread).
   std::unique_ptr<ProgressLane> lane_;
+  std::unique_ptr<CallerProfile> profile_;  // BRAID_CALLER_PROFILE: the calling thread's split calls
   std::mutex events_mutex_;
   std::vector<CallEvents> free_events_, all_events_;
   std::atomic<bool> events_low_{false};

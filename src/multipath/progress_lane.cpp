@@ -44,11 +44,11 @@ void ProgressLane::stop() {
   thread_.join();
 }
 
-void ProgressLane::submit(std::unique_ptr<LaneJob> job) {
+bool ProgressLane::submit(std::unique_ptr<LaneJob> job) {
   if (!async_) {
     queued_.fetch_add(1, std::memory_order_release);
     process(std::move(job));
-    return;
+    return false;
   }
   bool sleeping = false;
   lane_work_began();  // ended in process(), whatever the outcome
@@ -60,6 +60,7 @@ void ProgressLane::submit(std::unique_ptr<LaneJob> job) {
   queued_.fetch_add(1, std::memory_order_release);
   // A wake-up is a system call (microseconds): only when the lane's thread went to sleep.
   if (sleeping) jobs_cv_.notify_one();
+  return sleeping;
 }
 
 void ProgressLane::settle_at_once(std::unique_ptr<LaneJob> job) { publish(std::move(job), {}); }

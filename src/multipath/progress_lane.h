@@ -90,7 +90,8 @@ class ProgressLane {
   bool async() const { return async_; }
 
   // Hands a job with a share to the lane and returns at once (async), or runs it now.
-  void submit(std::unique_ptr<LaneJob> job);
+  // True when the lane's thread slept and had to be woken (a system call on the caller's time).
+  bool submit(std::unique_ptr<LaneJob> job);
   // Settles a job at once with no times: a call NCCL carried alone, or one that failed on the
   // calling thread after the ledger counted it (later calls must not wait for it).
   void settle_at_once(std::unique_ptr<LaneJob> job);

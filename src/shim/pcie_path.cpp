@@ -194,6 +194,7 @@ bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
 }
 
 bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+  const auto entered = multipath::CallerProfile::Clock::now();
   const auto state = splitting_state(comm, call);
   if (!state) return false;
   PciePath& path = *state->pcie_path;
@@ -237,7 +238,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
       return false;
     }
   } else {
-    *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream));
+    *result = static_cast<ncclResult_t>(path.orchestrator->run(call, stream, entered));
   }
   // A failed argument check changes nothing; any other failure leaves the communicator broken.
   if (*result != ncclSuccess && *result != ncclInvalidArgument && *result != ncclInvalidUsage &&
