@@ -1,4 +1,4 @@
-// Error checks for the GPU probes (nvlink_probe, peer_allreduce_probe): measurements, not
+// Error checks for the GPU probes (nvlink_probe, peer_allreduce_probe, host_time_probe): measurements, not
 // library code, so a failed call prints where and exits.
 #pragma once
 

@@ -15,8 +15,10 @@
 #                  d2h, h2d, copy, reduce; two of them mid-run) on the last rank, under
 #                  dying_rank --victim none with BRAID_TIMEOUT=5: every rank returns, the same way
 #   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
-#   hosttime N     all_reduce_perf -C 1 (host time per call), 4K to 256M, plain and through braid
-#                  alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over rounds compared
+#   hosttime N     all_reduce_perf -C 1 (host time per call: a loop of 30 calls' mean), 4K to 256M,
+#                  plain and through braid alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over
+#                  rounds compared; then gpubundle/host_time_probe (each call timed alone: per size the
+#                  median of 30 calls) the same way; RIG_HOSTTIME_TOOLS picks them ("nccl-tests probe")
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 256 B to
 #                  256 MB (RIG_MODES_SIZES)
@@ -315,10 +317,16 @@ suite_hosttime() {
   for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
     for how in plain braid; do
       launch "$how" "$n"
-      run "$OUT/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
-        -n 30 -w 5 -c 0
+      [[ " ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} " != *" nccl-tests "* ]] ||
+        run "$OUT/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
+          -n 30 -w 5 -c 0
+      [[ " ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} " == *" probe "* ]] || continue
+      rm -f "$OUT/hosttime/probe.id"
+      run "$OUT/hosttime/probe_${how}_n${n}_r${round}.log" 120 "${L[@]}" "$root/gpubundle/host_time_probe" \
+        --id-file "$OUT/hosttime/probe.id" -b 4K -e 256M -f 4 -n 30 -w 5
     done
   done
+  rm -f "$OUT/hosttime/probe.id"
 }
 
 # braid's net plugin against NCCL's socket transport (see the header). The ranks pose as hosts,

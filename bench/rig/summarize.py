@@ -297,7 +297,9 @@ def summarise(path):
     return bad and counts, [head] + ["  " + l if not l.startswith("  ") else l for l in out]
 
 
-HOSTTIME_LOG = re.compile(r"(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+HOSTTIME_LOG = re.compile(r"(?:^|/)(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+PROBE_LOG = re.compile(r"(?:^|/)probe_(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+PROBE_ROW = re.compile(r"^(\d+) (\d+) (out|in) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)$")
 HOST_TIME_BUDGET_US = 5.0  # braid's host time per call may exceed NCCL's by this much (median)
 
 
@@ -315,14 +317,20 @@ def compare_host_times(paths):
             for placement, col in (("out", 5), ("in", 9)):
                 if col < len(r) and is_num(r[col]):
                     times.setdefault((int(m.group(2)), m.group(1), int(r[0]), placement), []).append(float(r[col]))
+    return host_time_table(times, "median over rounds")
+
+
+def host_time_table(rounds, what):
+    """Per rank count and size, braid's median over rounds against plain NCCL's, flagged where it
+    is over the budget. `rounds`: (ranks, how, bytes, placement) -> [us per round]."""
     out = []
-    for ranks in sorted({k[0] for k in times}):
-        rows = sorted({(k[2], k[3]) for k in times if k[0] == ranks}, key=lambda x: (x[0], x[1] != "out"))
-        out.append(f"== host time per call, {ranks} ranks, median over rounds (us): plain / braid / braid - plain")
+    for ranks in sorted({k[0] for k in rounds}):
+        rows = sorted({(k[2], k[3]) for k in rounds if k[0] == ranks}, key=lambda x: (x[0], x[1] != "out"))
+        out.append(f"== host time per call, {ranks} ranks, {what} (us): plain / braid / braid - plain")
         over = 0
         for size, placement in rows:
-            plain = times.get((ranks, "plain", size, placement))
-            braid = times.get((ranks, "braid", size, placement))
+            plain = rounds.get((ranks, "plain", size, placement))
+            braid = rounds.get((ranks, "braid", size, placement))
             if not plain or not braid:
                 continue
             d = statistics.median(braid) - statistics.median(plain)
@@ -332,6 +340,25 @@ def compare_host_times(paths):
                        f" / {d:+7.2f}  ({len(plain)}/{len(braid)} rounds){flag}")
         out.append(f"  {over} sizes over NCCL's host time + {HOST_TIME_BUDGET_US:g} us")
     return out
+
+
+def compare_probe_host_times(paths):
+    """host_time_probe's logs (hosttime suite): each call timed alone, a per-rank median per size; per
+    round the mean over ranks, then the median over rounds, plain against braid."""
+    rounds = {}  # (ranks, how, bytes, placement) -> [per-round mean over ranks of the rank medians]
+    for path in paths:
+        m = PROBE_LOG.search(path)
+        if not m or os.path.basename(os.path.dirname(path)) != "hosttime":
+            continue
+        per_rank = {}
+        for line in Log(path).lines:
+            row = PROBE_ROW.match(line.strip())
+            if row:
+                per_rank.setdefault((int(row.group(2)), row.group(3)), []).append(float(row.group(4)))
+        for (size, placement), medians in per_rank.items():
+            rounds.setdefault((int(m.group(2)), m.group(1), size, placement), []).append(statistics.mean(medians))
+    return host_time_table(rounds, "each call alone (host_time_probe): median of calls, mean over ranks, "
+                                   "median over rounds")
 
 
 def main(argv):
@@ -354,7 +381,7 @@ def main(argv):
         bad, lines = summarise(p)
         failed += bad
         print("\n".join(lines))
-    for line in compare_host_times(paths):
+    for line in compare_host_times(paths) + compare_probe_host_times(paths):
         print(line)
     print(f"== {len(paths)} logs, {failed} failing" + ("" if failed else ": no wrong rows, hangs or failures"))
     return 1 if failed else 0

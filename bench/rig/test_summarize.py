@@ -183,6 +183,25 @@ class SummarizeTest(unittest.TestCase):
         self.assertFalse(bad, lines)
         self.assertTrue(any("268435456" in l and "10.50 /    11.25" in l for l in lines), lines)
 
+    def test_probe_host_time_table(self):
+        folder = os.path.join(self.dir, "hosttime")
+        os.makedirs(folder)
+
+        def probe_log(how, rnd, median_us):
+            rows = "".join(f"{rank} 1048576 {p} {median_us + rank:.2f} 99.00 99.00 99.0\n"
+                           for rank in (0, 1) for p in ("out", "in"))
+            write_log(folder, f"probe_{how}_n2_r{rnd}.log", "# host_time_probe: rank 0 of 2\n" + rows)
+        # Ranks 0 and 1 at m and m + 1: the round's figure is m + 0.5; the median over 3 rounds.
+        for rnd, (plain, braid) in enumerate([(10, 12), (11, 30), (30, 13)], 1):
+            probe_log("plain", rnd, plain)
+            probe_log("braid", rnd, braid)
+        paths = [os.path.join(folder, f) for f in sorted(os.listdir(folder))]
+        lines = summarize.compare_probe_host_times(paths)
+        self.assertTrue(any("1048576 out" in l and "11.50 /    13.50 /   +2.00  (3/3 rounds)" in l for l in lines), lines)
+        self.assertIn("  0 sizes over NCCL's host time + 5 us", lines)
+        # nccl-tests' table leaves the probe's logs out.
+        self.assertEqual(summarize.compare_host_times(paths), [])
+
     def test_dying(self):
         ok = ('{"rank": 0, "nranks": 3, "result": "OK", "victim": 2, "calls_done": 20, "error_code": 6, '
               '"error_from": "async", "error_string": "remote process exited or there was a network error", '
