@@ -12,52 +12,26 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "probe_check.h"
+#include "rig/rank_rendezvous.h"
 
 namespace {
 
-int env_int(std::initializer_list<const char*> names, int fallback) {
-  for (const char* name : names)
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return std::atoi(v);
-  return fallback;
-}
-
-size_t parse_size(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  switch (end != nullptr ? *end : '\0') {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
-  }
-  return static_cast<size_t>(v);
-}
-
-// Rank 0 writes the id to the file (whole, by a rename); the others wait for it.
+// Rank 0 writes the id to the file; the others wait for it.
 ncclUniqueId share_id(int rank, const std::string& path) {
   ncclUniqueId id{};
   if (rank == 0) {
     NK(ncclGetUniqueId(&id));
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::perror("host_time_probe: rename"), std::exit(1);
-    return id;
+    if (const std::string error = rig::write_id(path, id); !error.empty())
+      std::fprintf(stderr, "host_time_probe: %s\n", error.c_str()), std::exit(1);
+  } else if (!rig::read_id(path, 60.0, &id)) {
+    std::fprintf(stderr, "host_time_probe: no id in %s\n", path.c_str()), std::exit(1);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    std::ifstream in(path, std::ios::binary);
-    if (in && in.read(id.internal, sizeof id.internal)) return id;
-    if (std::chrono::steady_clock::now() > deadline) std::fprintf(stderr, "host_time_probe: no id in %s\n", path.c_str()), std::exit(1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  return id;
 }
 
 }  // namespace
@@ -68,8 +42,8 @@ int main(int argc, char** argv) {
   std::string id_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "-b") begin = parse_size(argv[i + 1]);
-    else if (flag == "-e") end = parse_size(argv[i + 1]);
+    if (flag == "-b") begin = rig::parse_size(argv[i + 1]);
+    else if (flag == "-e") end = rig::parse_size(argv[i + 1]);
     else if (flag == "-f") factor = std::max(2, std::atoi(argv[i + 1]));
     else if (flag == "-n") calls = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "-w") warmup = std::max(0, std::atoi(argv[i + 1]));
@@ -77,9 +51,10 @@ int main(int argc, char** argv) {
     else std::fprintf(stderr, "host_time_probe: unknown flag %s\n", flag.c_str()), std::exit(2);
   }
   if (id_file.empty()) std::fprintf(stderr, "host_time_probe: --id-file is required\n"), std::exit(2);
-  const int rank = env_int({"PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"}, 0);
-  const int nranks = env_int({"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"}, 1);
-  const int device = env_int({"NCCL_TESTS_DEVICE", "LOCAL_RANK"}, 0);
+  static const char* const kDeviceVariables[] = {"NCCL_TESTS_DEVICE", "LOCAL_RANK", nullptr};
+  const int rank = rig::env_int(rig::kRankVariables, 0);
+  const int nranks = rig::env_int(rig::kSizeVariables, 1);
+  const int device = rig::env_int(kDeviceVariables, 0);
   CK(cudaSetDevice(device));
   ncclComm_t comm = nullptr;
   NK(ncclCommInitRank(&comm, nranks, share_id(rank, id_file), rank));

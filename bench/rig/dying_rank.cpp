@@ -38,6 +38,8 @@
 #include <string>
 #include <thread>
 
+#include "rank_rendezvous.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -96,24 +98,6 @@ std::string json_str(const char* s) {
   _exit(1);
 }
 
-int env_int(const char* const* names, int fallback) {
-  for (const char* const* n = names; *n; ++n)
-    if (const char* v = std::getenv(*n); v && *v) return std::atoi(v);
-  return fallback;
-}
-
-size_t parse_size(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  switch (end && *end ? *end : ' ') {
-    case 'K': case 'k': v *= 1024.0; break;
-    case 'M': case 'm': v *= 1024.0 * 1024.0; break;
-    case 'G': case 'g': v *= 1024.0 * 1024.0 * 1024.0; break;
-    default: break;
-  }
-  return static_cast<size_t>(v);
-}
-
 void usage() {
   std::fprintf(stderr,
                "usage: dying_rank --id-file PATH [--bytes 256M] [--victim R|none] [--calls 20]\n"
@@ -136,7 +120,7 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--id-file") o.id_file = next();
-    else if (a == "--bytes") o.bytes = parse_size(next());
+    else if (a == "--bytes") o.bytes = rig::parse_size(next());
     else if (a == "--victim") {
       const std::string v = next();
       o.victim = v == "none" ? kNoVictim : std::atoi(v.c_str());
@@ -168,31 +152,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-void write_id(const std::string& path, const ncclUniqueId& id) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) setup_error("cannot write " + tmp + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(&id, sizeof id, 1, f) == 1;
-  if (std::fclose(f) != 0 || !ok) setup_error("cannot write " + tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    setup_error("cannot rename " + tmp + ": " + std::strerror(errno));
-}
-
-ncclUniqueId read_id(const std::string& path, double timeout) {
-  const auto start = Clock::now();
-  while (true) {
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      ncclUniqueId id;
-      const bool ok = std::fread(&id, sizeof id, 1, f) == 1;
-      std::fclose(f);
-      if (ok) return id;  // rank 0 renames a complete file into place
-    }
-    if (seconds_since(start) > timeout)
-      setup_error("no id file " + path + " after " + std::to_string(timeout) + " s");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 // A thread that ends the process if `done` is not set in time (init that waits for absent peers).
 void deadline(std::atomic<bool>& done, double seconds, const char* what) {
   std::thread([&done, seconds, what] {
@@ -218,10 +177,8 @@ void deadline(std::atomic<bool>& done, double seconds, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  static const char* const kRank[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK", nullptr};
-  static const char* const kSize[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "WORLD_SIZE", nullptr};
-  g_rank = env_int(kRank, -1);
-  g_nranks = env_int(kSize, -1);
+  g_rank = rig::env_int(rig::kRankVariables, -1);
+  g_nranks = rig::env_int(rig::kSizeVariables, -1);
   const Options opt = parse(argc, argv);
   if (g_rank < 0 || g_nranks < 2 || g_rank >= g_nranks)
     setup_error("needs PMI_RANK and PMI_SIZE (2 ranks or more); got rank " + std::to_string(g_rank) +
@@ -248,9 +205,9 @@ int main(int argc, char** argv) {
   ncclUniqueId id;
   if (g_rank == 0) {
     NCCL_OR_DIE(ncclGetUniqueId(&id));
-    write_id(opt.id_file, id);
-  } else {
-    id = read_id(opt.id_file, opt.id_timeout);
+    if (const std::string error = rig::write_id(opt.id_file, id); !error.empty()) setup_error(error);
+  } else if (!rig::read_id(opt.id_file, opt.id_timeout, &id)) {
+    setup_error("no id file " + opt.id_file + " after " + std::to_string(opt.id_timeout) + " s");
   }
   ncclComm_t comm = nullptr;
   {
