@@ -309,18 +309,19 @@ suite_fuzz() {
   done
 }
 
-# Host time per call (-C 1): the enqueue loop of -n calls divided by -n, before waiting for them.
+# Host time per call: nccl-tests -C 1 (the enqueue loop of -n calls divided by -n, before waiting
+# for them) and host_time_probe (each call timed alone, the median per size).
 suite_hosttime() {
-  local n=$1 how round
+  local n=$1 how round tools=" ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} "
   # Plain and braid alternate, RIG_HOSTTIME_ROUNDS times (default 3): summarize.py compares the
   # medians over rounds per size, since a run's host times drift with what the machine does.
   for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
     for how in plain braid; do
       launch "$how" "$n"
-      [[ " ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} " != *" nccl-tests "* ]] ||
+      [[ $tools != *" nccl-tests "* ]] ||
         run "$OUT/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
           -n 30 -w 5 -c 0
-      [[ " ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} " == *" probe "* ]] || continue
+      [[ $tools == *" probe "* ]] || continue
       rm -f "$OUT/hosttime/probe.id"
       run "$OUT/hosttime/probe_${how}_n${n}_r${round}.log" 120 "${L[@]}" "$root/gpubundle/host_time_probe" \
         --id-file "$OUT/hosttime/probe.id" -b 4K -e 256M -f 4 -n 30 -w 5

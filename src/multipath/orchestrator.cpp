@@ -410,7 +410,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
     mark(CallerProfile::kNccl);
     job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
-    if (profile_ != nullptr) profile_->mark(CallerProfile::kHandOn), profile_->end(/*handed_on=*/false);
+    mark(CallerProfile::kHandOn);
+    if (profile_ != nullptr) profile_->end(/*handed_on=*/false);
     return r;
   }
   if (Result r = resolve_op(call, job.get()); r != Result::Success) return lane_->settle_at_once(std::move(job)), r;
@@ -449,7 +450,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
                                                         CU_STREAM_WAIT_VALUE_GEQ);
   if (w != CUDA_SUCCESS)
     r = fail(Result::UnhandledCudaError, "multipath: cuStreamWaitValue64 (join) failed with %d", static_cast<int>(w));
-  if (profile_ != nullptr) profile_->mark(CallerProfile::kJoin), profile_->end(/*handed_on=*/true);
+  mark(CallerProfile::kJoin);
+  if (profile_ != nullptr) profile_->end(/*handed_on=*/true);
   if (r != Result::Success) {
     lane_->record_failure(r);
     abort();
