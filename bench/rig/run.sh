@@ -18,7 +18,9 @@
 #   hosttime N     all_reduce_perf -C 1 (host time per call: a loop of 30 calls' mean), 4K to 256M,
 #                  plain and through braid alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over
 #                  rounds compared; then gpubundle/host_time_probe (each call timed alone: per size the
-#                  median of 30 calls) the same way; RIG_HOSTTIME_TOOLS picks them ("nccl-tests probe")
+#                  median of 30 calls) the same way; RIG_HOSTTIME_TOOLS picks them ("nccl-tests probe"),
+#                  RIG_HOSTTIME_COLLS the collectives ("all_reduce"; also all_gather), and
+#                  RIG_HOSTTIME_PER_GPU=1 puts each rank on a GPU of its own (a machine with N GPUs)
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 256 B to
 #                  256 MB (RIG_MODES_SIZES)
@@ -312,22 +314,34 @@ suite_fuzz() {
 # Host time per call: nccl-tests -C 1 (the enqueue loop of -n calls divided by -n, before waiting
 # for them) and host_time_probe (each call timed alone, the median per size).
 suite_hosttime() {
-  local n=$1 how round tools=" ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} "
+  local n=$1 how round c pre tools=" ${RIG_HOSTTIME_TOOLS:-nccl-tests probe} "
+  # RIG_HOSTTIME_PER_GPU=1: a GPU per rank (a machine with n GPUs) instead of the one-GPU rig.
+  local -a saved_wrap=("${rank_wrap[@]}")
+  if [[ ${RIG_HOSTTIME_PER_GPU:-0} == 1 ]]; then
+    local have; have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if ((have < n)); then say "SKIPPED hosttime $n per GPU: $have GPUs here"; return 0; fi
+    rank_wrap=()
+  fi
   # Plain and braid alternate, RIG_HOSTTIME_ROUNDS times (default 3): summarize.py compares the
   # medians over rounds per size, since a run's host times drift with what the machine does.
+  # RIG_HOSTTIME_COLLS (default all_reduce; also all_gather) names the collectives timed.
   for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
-    for how in plain braid; do
-      launch "$how" "$n"
-      [[ $tools != *" nccl-tests "* ]] ||
-        run "$OUT/hosttime/${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/all_reduce_perf" -C 1 -b 4K -e 256M -f 4 \
-          -n 30 -w 5 -c 0
-      [[ $tools == *" probe "* ]] || continue
-      rm -f "$OUT/hosttime/probe.id"
-      run "$OUT/hosttime/probe_${how}_n${n}_r${round}.log" 120 "${L[@]}" "$root/gpubundle/host_time_probe" \
-        --id-file "$OUT/hosttime/probe.id" -b 4K -e 256M -f 4 -n 30 -w 5
+    for c in ${RIG_HOSTTIME_COLLS:-all_reduce}; do
+      [[ $c == all_reduce ]] && pre= || pre=${c}_
+      for how in plain braid; do
+        launch "$how" "$n"
+        [[ $tools != *" nccl-tests "* ]] ||
+          run "$OUT/hosttime/${pre}${how}_n${n}_r${round}.log" 120 "${L[@]}" "$nt/${c}_perf" -C 1 -b 4K -e 256M -f 4 \
+            -n 30 -w 5 -c 0
+        [[ $tools == *" probe "* ]] || continue
+        rm -f "$OUT/hosttime/probe.id"
+        run "$OUT/hosttime/probe_${pre}${how}_n${n}_r${round}.log" 120 "${L[@]}" "$root/gpubundle/host_time_probe" \
+          --id-file "$OUT/hosttime/probe.id" --coll "$c" -b 4K -e 256M -f 4 -n 30 -w 5
+      done
     done
   done
   rm -f "$OUT/hosttime/probe.id"
+  rank_wrap=("${saved_wrap[@]}")
 }
 
 # braid's net plugin against NCCL's socket transport (see the header). The ranks pose as hosts,

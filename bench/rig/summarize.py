@@ -297,15 +297,17 @@ def summarise(path):
     return bad and counts, [head] + ["  " + l if not l.startswith("  ") else l for l in out]
 
 
-HOSTTIME_LOG = re.compile(r"(?:^|/)(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
-PROBE_LOG = re.compile(r"(?:^|/)probe_(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+# The hosttime suite's logs: [probe_][<collective>_]<plain|braid>_n<ranks>[_r<round>].log, where no
+# collective named is all_reduce.
+HOSTTIME_LOG = re.compile(r"(?:^|/)(?:(all_gather)_)?(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+PROBE_LOG = re.compile(r"(?:^|/)probe_(?:(all_gather)_)?(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
 PROBE_ROW = re.compile(r"^(\d+) (\d+) (out|in) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)$")
 HOST_TIME_BUDGET_US = 5.0  # braid's host time per call may exceed NCCL's by this much (median)
 
 
 def compare_host_times(paths):
     """Median over rounds of each size's host time per call, plain against braid (hosttime suite)."""
-    times = {}  # (ranks, how, bytes, placement) -> [us, ...]
+    times = {}  # ((ranks, collective), how, bytes, placement) -> [us, ...]
     for path in paths:
         m = HOSTTIME_LOG.search(path)
         if not m or os.path.basename(os.path.dirname(path)) != "hosttime":
@@ -316,21 +318,28 @@ def compare_host_times(paths):
         for r in p["rows"]:
             for placement, col in (("out", 5), ("in", 9)):
                 if col < len(r) and is_num(r[col]):
-                    times.setdefault((int(m.group(2)), m.group(1), int(r[0]), placement), []).append(float(r[col]))
+                    times.setdefault((group_of(m), m.group(2), int(r[0]), placement), []).append(float(r[col]))
     return host_time_table(times, "median over rounds")
 
 
+def group_of(match):
+    """A hosttime log's table: (ranks, collective)."""
+    return int(match.group(3)), match.group(1) or "all_reduce"
+
+
 def host_time_table(rounds, what):
-    """Per rank count and size, braid's median over rounds against plain NCCL's, flagged where it
-    is over the budget. `rounds`: (ranks, how, bytes, placement) -> [us per round]."""
+    """Per rank count, collective and size, braid's median over rounds against plain NCCL's, flagged
+    where it is over the budget. `rounds`: ((ranks, collective), how, bytes, placement) -> [us per round]."""
     out = []
-    for ranks in sorted({k[0] for k in rounds}):
-        rows = sorted({(k[2], k[3]) for k in rounds if k[0] == ranks}, key=lambda x: (x[0], x[1] != "out"))
-        out.append(f"== host time per call, {ranks} ranks, {what} (us): plain / braid / braid - plain")
+    for group in sorted({k[0] for k in rounds}):
+        ranks, collective = group
+        rows = sorted({(k[2], k[3]) for k in rounds if k[0] == group}, key=lambda x: (x[0], x[1] != "out"))
+        label = f"{ranks} ranks" if collective == "all_reduce" else f"{ranks} ranks, {collective}"
+        out.append(f"== host time per call, {label}, {what} (us): plain / braid / braid - plain")
         over = 0
         for size, placement in rows:
-            plain = rounds.get((ranks, "plain", size, placement))
-            braid = rounds.get((ranks, "braid", size, placement))
+            plain = rounds.get((group, "plain", size, placement))
+            braid = rounds.get((group, "braid", size, placement))
             if not plain or not braid:
                 continue
             d = statistics.median(braid) - statistics.median(plain)
@@ -356,7 +365,7 @@ def compare_probe_host_times(paths):
             if row:
                 per_rank.setdefault((int(row.group(2)), row.group(3)), []).append(float(row.group(4)))
         for (size, placement), medians in per_rank.items():
-            rounds.setdefault((int(m.group(2)), m.group(1), size, placement), []).append(statistics.mean(medians))
+            rounds.setdefault((group_of(m), m.group(2), size, placement), []).append(statistics.mean(medians))
     return host_time_table(rounds, "each call alone (host_time_probe): median of calls, mean over ranks, "
                                    "median over rounds")
 

@@ -187,18 +187,26 @@ class SummarizeTest(unittest.TestCase):
         folder = os.path.join(self.dir, "hosttime")
         os.makedirs(folder)
 
-        def probe_log(how, rnd, median_us):
+        def probe_log(name, rnd, median_us):
             rows = "".join(f"{rank} 1048576 {p} {median_us + rank:.2f} 99.00 99.00 99.0\n"
                            for rank in (0, 1) for p in ("out", "in"))
-            write_log(folder, f"probe_{how}_n2_r{rnd}.log", "# host_time_probe: rank 0 of 2\n" + rows)
+            write_log(folder, f"probe_{name}_n2_r{rnd}.log", "# host_time_probe: rank 0 of 2\n" + rows)
         # Ranks 0 and 1 at m and m + 1: the round's figure is m + 0.5; the median over 3 rounds.
         for rnd, (plain, braid) in enumerate([(10, 12), (11, 30), (30, 13)], 1):
             probe_log("plain", rnd, plain)
             probe_log("braid", rnd, braid)
+            # all_gather's logs make a table of their own.
+            probe_log("all_gather_plain", rnd, plain)
+            probe_log("all_gather_braid", rnd, braid + 10)
         paths = [os.path.join(folder, f) for f in sorted(os.listdir(folder))]
         lines = summarize.compare_probe_host_times(paths)
-        self.assertTrue(any("1048576 out" in l and "11.50 /    13.50 /   +2.00  (3/3 rounds)" in l for l in lines), lines)
-        self.assertIn("  0 sizes over NCCL's host time + 5 us", lines)
+        reduce_at = lines.index(next(l for l in lines if l.startswith("== host time per call, 2 ranks, each")))
+        gather_at = lines.index(next(l for l in lines if l.startswith("== host time per call, 2 ranks, all_gather")))
+        self.assertTrue("1048576 out" in lines[reduce_at + 1] and
+                        "11.50 /    13.50 /   +2.00  (3/3 rounds)" in lines[reduce_at + 1], lines)
+        self.assertEqual(lines[reduce_at + 3], "  0 sizes over NCCL's host time + 5 us")
+        self.assertIn("+12.00  (3/3 rounds)  OVER", lines[gather_at + 1])
+        self.assertEqual(lines[gather_at + 3], "  2 sizes over NCCL's host time + 5 us")
         # nccl-tests' table leaves the probe's logs out.
         self.assertEqual(summarize.compare_host_times(paths), [])
 
