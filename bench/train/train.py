@@ -28,8 +28,10 @@ import os
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse  # noqa: E402
+import faulthandler  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import signal  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -358,6 +360,8 @@ def loaded_libraries():
 
 def main(argv=None):
     args = parse_args(argv)
+    # A run that hangs can be asked where each Python thread is: kill -USR1 <rank's pid>.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])

@@ -472,6 +472,19 @@ void Orchestrator::release_stuck() {
 
 void Orchestrator::on_thread_start() { cudaSetDevice(device_); }
 
+std::string Orchestrator::device_state() const {
+  if (copy_engines_ == nullptr || braid_ == nullptr || !braid_->engine) return {};
+  std::string state = "the copy engines' signals (calls each rank's GPU reached: inputs ready / peers read)";
+  for (int q = 0; q < nranks_; ++q) {
+    char part[96];
+    std::snprintf(part, sizeof part, " rank %d %llu/%llu", q,
+                  static_cast<unsigned long long>(braid_->engine->path_signal(q, peer::kPeerReady)->load()),
+                  static_cast<unsigned long long>(braid_->engine->path_signal(q, peer::kPeerReadDone)->load()));
+    state += part;
+  }
+  return state;
+}
+
 void Orchestrator::after(LaneJob& lane_job) {
   const Job& job = static_cast<const Job&>(lane_job);
   if (job.runs_on_lane()) give_back_events(job.events);

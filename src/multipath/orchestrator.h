@@ -175,6 +175,8 @@ class Orchestrator : private LaneSteps {
   void after(LaneJob& job) override;
   void abort_transfers() override;
   void release_stuck() override;  // host stores only: the lane's thread is stuck
+  uint64_t device_passed() const override { return done_ != nullptr ? done_->load() : UINT64_MAX; }
+  std::string device_state() const override;  // the copy engines' signals of every rank
   // The copy engines' NVLink share on copy_stream_ (the meeting with the peers included); a buffer
   // some rank cannot share marks the job copy_refused, one some rank has not mapped yet
   // copy_deferred, on every rank alike.

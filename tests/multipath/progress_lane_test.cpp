@@ -553,6 +553,7 @@ class FakeSteps final : public LaneSteps {
   uint64_t fail_call = 0;
   std::atomic<int> shares_run{0}, releases{0}, afters{0}, aborts{0}, stuck_releases{0};
   std::atomic<std::thread::id> share_thread{};
+  std::atomic<uint64_t> passed{UINT64_MAX};  // the device's completion word (no device: all passed)
 
   Result run_share(LaneJob& job, std::vector<double>* seconds) override {
     step("the fake share's gate");
@@ -566,6 +567,7 @@ class FakeSteps final : public LaneSteps {
     return Result::Success;
   }
   void release_waiters() override { releases.fetch_add(1); }
+  uint64_t device_passed() const override { return passed.load(); }
   void after(LaneJob&) override { afters.fetch_add(1); }
   void abort_transfers() override { aborts.fetch_add(1); }
   // As on the GPU: once what waits on braid is released, the stuck call returns (with an error).
@@ -730,6 +732,36 @@ TEST(ProgressLaneAlone, TheWatchWarnsOnceThenGivesUpOnALaneStuckPastTheTimeout) 
   EXPECT_EQ(stuck_releases, 1);
   EXPECT_EQ(idle, Result::InternalError);
   EXPECT_NE(failure_text.find("released its streams"), std::string::npos) << failure_text;
+}
+
+// A device that stops short of a release the lane queued, with the lane idle (what waits on the
+// device then waits for ever, and no lane is stuck in a call): the watch WARNs once past
+// BRAID_TIMEOUT, naming the call; not while the device moves, nor once it has caught up.
+TEST(ProgressLaneAlone, TheWatchWarnsOnceWhenTheDeviceStopsShortOfARelease) {
+  HangGuard guard(60);
+  uint64_t released = 0, passed = 0;
+  const std::string log = test::capture_log({{"BRAID_TIMEOUT", "0.3"}, {"BRAID_DEBUG", "WARN"}}, [&] {
+    auto ledger = one_rank_ledger(4);
+    FakeSteps steps;
+    steps.passed.store(0);
+    ProgressLane lane(&steps, ledger.get(), true);
+    EXPECT_FALSE(lane.device_behind(&released, &passed));  // nothing released yet
+    lane.submit(next_job(*ledger, 1 << 20));
+    lane.submit(next_job(*ledger, 1 << 20));
+    ASSERT_EQ(lane.wait_idle(), Result::Success) << last_error();
+    ASSERT_TRUE(lane.device_behind(&released, &passed));
+    EXPECT_EQ(released, 2u);
+    // The device passes call 1 and stops there: one WARN for call 2 (the watch looks once a second).
+    steps.passed.store(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+    steps.passed.store(2);
+    EXPECT_FALSE(lane.device_behind(&released, &passed));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  });
+  const size_t first = log.find("has not passed braid's release of split call 2 for");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("(it passed call 1)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("has not passed", first + 1), std::string::npos) << "warned twice:\n" << log;
 }
 
 // braid's own device-wide CUDA calls wait for the process's progress threads to have nothing in
