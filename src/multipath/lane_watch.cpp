@@ -1,6 +1,7 @@
 #include "multipath/lane_watch.h"
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -20,8 +21,8 @@ struct Watch {
   struct Seen {
     uint64_t warned = 0, given_up = 0;  // the last call warned for, and given up on
     // The device's progress through the lane's releases: where it was last seen, since when, and
-    // the last place warned for.
-    uint64_t passed = UINT64_MAX, device_warned = UINT64_MAX;
+    // the last place warned for and given up at.
+    uint64_t passed = UINT64_MAX, device_warned = UINT64_MAX, device_given_up = UINT64_MAX;
     std::chrono::steady_clock::time_point passed_since = std::chrono::steady_clock::now();
   };
   std::map<ProgressLane*, Seen> lanes;
@@ -65,8 +66,9 @@ struct Watch {
 
   // The lane queued a call's release and the device has not moved towards it for BRAID_TIMEOUT:
   // whoever waits on the device (the application's next synchronize) may wait for ever with no
-  // lane stuck in a call. Said once per place (the device may only be slow: no give-up).
-  static void watch_device(const ProgressLane& lane, Seen& seen) {
+  // lane stuck in a call. Said once per place; at twice the bound given up on as a lane stuck in a
+  // call is (a lane that waited so long for its own GPU inside a share would have been too).
+  static void watch_device(ProgressLane& lane, Seen& seen) {
     uint64_t released = 0, passed = 0;
     const auto now = std::chrono::steady_clock::now();
     if (!lane.device_behind(&released, &passed) || passed != seen.passed) {
@@ -75,14 +77,23 @@ struct Watch {
       return;
     }
     const double behind = std::chrono::duration<double>(now - seen.passed_since).count();
-    if (behind < settings().timeout || seen.device_warned == passed) return;
-    seen.device_warned = passed;
-    const std::string state = lane.device_state();
-    BRAID_WARN(Balance, "multipath: the GPU has not passed braid's release of split call %llu for %.1f s (it passed "
-               "call %llu): the caller's stream has not reached the call, or braid's copies wait for a peer's GPU%s%s%s",
-               static_cast<unsigned long long>(passed + 1), behind, static_cast<unsigned long long>(passed),
-               state.empty() ? "" : "; ", state.c_str(), settings().watch_stacks ? "; every thread's stack follows" : "");
-    if (settings().watch_stacks) dump_thread_stacks(log_fd());
+    if (behind < settings().timeout) return;
+    char text[192];
+    std::snprintf(text, sizeof text, "multipath: the GPU has not passed braid's release of split call %llu for %.1f s "
+                  "(it passed call %llu)", static_cast<unsigned long long>(passed + 1), behind,
+                  static_cast<unsigned long long>(passed));
+    if (seen.device_warned != passed) {
+      seen.device_warned = passed;
+      const std::string state = lane.device_state();
+      BRAID_WARN(Balance, "%s: the caller's stream has not reached the call, or braid's copies wait for a peer's GPU%s%s%s",
+                 text, state.empty() ? "" : "; ", state.c_str(),
+                 settings().watch_stacks ? "; every thread's stack follows" : "");
+      if (settings().watch_stacks) dump_thread_stacks(log_fd());
+    }
+    if (behind >= 2 * settings().timeout && seen.device_given_up != passed) {
+      seen.device_given_up = passed;
+      lane.give_up_stuck(text);
+    }
   }
 };
 

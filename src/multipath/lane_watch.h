@@ -3,7 +3,10 @@
 // its waits for peers, but a CUDA call that cannot return leaves a rank silent while its peers
 // time out; this WARN names the call and the step it is at (docs/MULTIPATH.md). At twice the bound
 // it gives up on the call (ProgressLane::give_up_stuck): the communicator fails and every stream
-// waiting on braid is released, so the application gets an error rather than a hang.
+// waiting on braid is released, so the application gets an error rather than a hang. The same
+// for the device: a lane whose GPU has not moved towards a release the lane queued for
+// BRAID_TIMEOUT gets a WARN (with what every rank's GPU reached), and at twice the bound the same
+// give-up.
 #pragma once
 
 namespace braid::multipath {
