@@ -191,6 +191,8 @@ launch() {
   L+=(${rank_wrap[@]+"${rank_wrap[@]}"} "${unbuf[@]}")
 }
 rank_wrap=("$wrap")
+# The GPUs this machine has: suites that can give each rank a GPU of its own ask it.
+gpus_here() { nvidia-smi -L 2>/dev/null | grep -c '^GPU'; }
 
 # nccl-tests, every type and operator, through braid. -w 0: nccl-tests' warm-up walks every size
 # from -b to -e in steps of 2 whatever -f says; each row still starts with an untimed call of its
@@ -318,7 +320,7 @@ suite_hosttime() {
   # RIG_HOSTTIME_PER_GPU=1: a GPU per rank (a machine with n GPUs) instead of the one-GPU rig.
   local -a saved_wrap=("${rank_wrap[@]}")
   if [[ ${RIG_HOSTTIME_PER_GPU:-0} == 1 ]]; then
-    local have; have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    local have; have=$(gpus_here)
     if ((have < n)); then say "SKIPPED hosttime $n per GPU: $have GPUs here"; return 0; fi
     rank_wrap=()
   fi
@@ -397,7 +399,7 @@ suite_gpus() {
   # -T 40: a braid rank waits BRAID_TIMEOUT (30 s) for a peer before it fails; a run that hangs
   # is killed at 75 s, so a broken mode costs the budget little.
   local n=$1 c have sizes=(-b 1K -e "${RIG_GPUS_MAX:-1G}" -f 4 -n 5 -w 2 -c 1 -T 40)
-  have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  have=$(gpus_here)
   if ((have < n)); then say "SKIPPED gpus $n: $have GPUs here"; return 0; fi
   local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
   # gpus_run VARIANT MODE COLL PROCS [VAR VALUE]... -- nccl-tests flags
@@ -452,7 +454,7 @@ suite_gpus() {
 suite_nvlink() {
   local n=$1 c sizes
   read -r -a sizes <<< "${RIG_NVLINK_SIZES:--b 16M -e 1G -f 4}"
-  if (($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') < n)); then say "SKIPPED nvlink $n: fewer GPUs"; return 0; fi
+  if (($(gpus_here) < n)); then say "SKIPPED nvlink $n: fewer GPUs"; return 0; fi
   local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
   for c in all_gather all_reduce; do
     launch plain "$n"
@@ -473,7 +475,7 @@ suite_graph() {
   local n=$1 c how
   local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 BRAID_NVLINK_ALLREDUCE_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0 BRAID_NVLINK_GRAPH_MIN_BYTES 1048576)
   local -a saved_wrap=("${rank_wrap[@]}")
-  if (($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= n)); then rank_wrap=(); say "graph $n: one GPU per rank"; fi
+  if (($(gpus_here) >= n)); then rank_wrap=(); say "graph $n: one GPU per rank"; fi
   launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS COLL,INIT
   run "$OUT/graph/braid_n${n}_all_reduce.log" 180 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 2 -w 1 -c 1 -G 3 -T 40
   run "$OUT/graph/braid_n${n}_all_gather.log" 150 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 2 -w 1 -c 1 -G 3 -T 40
@@ -500,7 +502,7 @@ suite_copy() {
   local env=(BRAID_NVLINK_PATH copy BRAID_PEER_SAME_GPU 1 BRAID_NVLINK_COPY_MIN_BYTES 1048576 BRAID_NVLINK_ALLREDUCE_MIN_BYTES 1048576 NCCL_CUMEM_ENABLE 0)
   # With a GPU per rank here, the ranks run on real GPUs (no rig wrapper): the path between GPUs.
   local -a saved_wrap=("${rank_wrap[@]}")
-  have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  have=$(gpus_here)
   if ((have >= n)); then rank_wrap=(); say "copy $n: one GPU per rank ($have GPUs here)"; fi
   # Exact: every type and operator where the copy engines carry all_reduce (1 MB and 64 MB), and
   # all_gather's every type; each split call's BALANCE line names its NVLink path.

@@ -299,8 +299,9 @@ def summarise(path):
 
 # The hosttime suite's logs: [probe_][<collective>_]<plain|braid>_n<ranks>[_r<round>].log, where no
 # collective named is all_reduce.
-HOSTTIME_LOG = re.compile(r"(?:^|/)(?:(all_gather)_)?(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
-PROBE_LOG = re.compile(r"(?:^|/)probe_(?:(all_gather)_)?(plain|braid)_n(\d+)(?:_r\d+)?\.log$")
+HOSTTIME_NAME = r"(?:(all_gather)_)?(plain|braid)_n(\d+)(?:_r\d+)?\.log$"
+HOSTTIME_LOG = re.compile(r"(?:^|/)" + HOSTTIME_NAME)
+PROBE_LOG = re.compile(r"(?:^|/)probe_" + HOSTTIME_NAME)
 PROBE_ROW = re.compile(r"^(\d+) (\d+) (out|in) ([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)$")
 HOST_TIME_BUDGET_US = 5.0  # braid's host time per call may exceed NCCL's by this much (median)
 

@@ -49,9 +49,8 @@ struct Watch {
         if (!lane->stuck_for(settings().timeout, &call, &text)) continue;
         if (call != seen.warned) {
           seen.warned = call;
-          BRAID_WARN(Balance, "%s: a CUDA call that cannot return, or a peer that stopped (BRAID_TIMEOUT bounds the "
-                     "waits for peers)%s", text.c_str(), settings().watch_stacks ? "; every thread's stack follows" : "");
-          if (settings().watch_stacks) dump_thread_stacks(log_fd());
+          warn_with_stacks(text + ": a CUDA call that cannot return, or a peer that stopped (BRAID_TIMEOUT bounds the "
+                           "waits for peers)");
         }
         // Each wait for a peer ends by BRAID_TIMEOUT on its own, and a call holds few of them; a
         // thread inside one call for twice the bound is stuck in a call that may never return.
@@ -62,6 +61,12 @@ struct Watch {
         }
       }
     }
+  }
+
+  // Both of the watch's WARNs; under BRAID_WATCH_STACKS every thread's stack follows.
+  static void warn_with_stacks(const std::string& what) {
+    BRAID_WARN(Balance, "%s%s", what.c_str(), settings().watch_stacks ? "; every thread's stack follows" : "");
+    if (settings().watch_stacks) dump_thread_stacks(log_fd());
   }
 
   // The lane queued a call's release and the device has not moved towards it for BRAID_TIMEOUT:
@@ -85,10 +90,8 @@ struct Watch {
     if (seen.device_warned != passed) {
       seen.device_warned = passed;
       const std::string state = lane.device_state();
-      BRAID_WARN(Balance, "%s: the caller's stream has not reached the call, or braid's copies wait for a peer's GPU%s%s%s",
-                 text, state.empty() ? "" : "; ", state.c_str(),
-                 settings().watch_stacks ? "; every thread's stack follows" : "");
-      if (settings().watch_stacks) dump_thread_stacks(log_fd());
+      warn_with_stacks(std::string(text) + ": the caller's stream has not reached the call, or braid's copies wait for a "
+                       "peer's GPU" + (state.empty() ? "" : "; " + state));
     }
     if (behind >= 2 * settings().timeout && seen.device_given_up != passed) {
       seen.device_given_up = passed;
