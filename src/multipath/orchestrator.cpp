@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <new>
 #include <string>
@@ -21,6 +22,7 @@
 #include "multipath/nccl_share_path.h"
 #include "multipath/pcie_share_path.h"
 #include "multipath/peer_share_path.h"
+#include "multipath/stream_queues.h"
 #include "peer/peer_path.h"
 
 namespace braid::multipath {
@@ -121,6 +123,20 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   o->ledger_ = std::make_unique<SplitLedger>(
       std::make_unique<balance::SplitTable>(std::move(balancer), static_cast<size_t>(std::max<int64_t>(min_bytes, 1))),
       o->nranks_, lag, kSplitAlignBytes);
+  {
+    // Collective, so that every rank splits alike even where the ranks' environments differ.
+    const int connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+    const uint64_t few[1] = {progress_thread_may_queue(connections) ? 0u : 1u};
+    std::vector<uint64_t> all;
+    BRAID_TRY(o->braid_->engine->exchange(few, &all));
+    o->callers_only_ = std::find(all.begin(), all.end(), 1u) != all.end();
+    if (o->callers_only_) {
+      o->ledger_->keep_to_dedicated_path();
+      BRAID_INFO(Init, "multipath: CUDA_DEVICE_MAX_CONNECTIONS is below %d on %s (%d here): braid's PCIe share is off "
+                 "(its copies would queue behind the callers' waits for them); the NVLink share alone runs",
+                 kDefaultCudaConnections, few[0] != 0 ? "this rank" : "another rank", connections);
+    }
+  }
   if (!settings().tuning_cache.empty()) {
     const size_t restored = balance::load_tuning_cache(o->ledger_->table(), settings().tuning_cache);
     BRAID_INFO(Balance, "multipath: %zu learned splits restored from %s", restored,
@@ -400,7 +416,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // with the peers is the calling thread's, or with BRAID_NVLINK_ON_LANE the progress thread's,
   // like braid's PCIe share.
   const bool copy = nccl_elements > 0 && rides_copy_engines(call);
-  job->nvlink_on_lane = copy && settings().nvlink_on_lane;
+  job->nvlink_on_lane = copy && settings().nvlink_on_lane && !callers_only_;
   job->record.nvlink_copy = copy;
   if (job->copy_engines()) copy_engines_->publish(share_of(call), ShareRange{0, nccl_elements}, &job->publication);
   if (!job->runs_on_lane()) {

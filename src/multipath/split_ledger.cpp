@@ -28,7 +28,7 @@ Result SplitLedger::next(Collective c, DataType type, size_t bytes, size_t count
   call.used = table_->issue(c, type, bytes);
   const size_t align = std::max<size_t>(1, align_bytes_ / datatype_size(type));
   const std::vector<size_t> split = balance::split_elements(call.used, count, align);
-  call.dedicated_elements = split[balance::kDedicatedPath];
+  call.dedicated_elements = dedicated_only_ ? count : split[balance::kDedicatedPath];
   call.pcie_elements = count - call.dedicated_elements;
   if (call.pcie_elements > 0) {
     const uint64_t nth = with_pcie_[Kind{c, type, balance::size_bucket(bytes)}]++;

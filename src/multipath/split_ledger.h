@@ -61,6 +61,10 @@ class SplitLedger {
   balance::SplitTable& table() { return *table_; }
   const balance::SplitTable& table() const { return *table_; }
   void replace_table(std::unique_ptr<balance::SplitTable> table) { table_ = std::move(table); }
+  // From the next call on, every call goes whole to the dedicated (NVLink) path, whatever the
+  // table says: where braid's PCIe share may not run (stream_queues.h). Every rank sets it alike.
+  void keep_to_dedicated_path() { dedicated_only_ = true; }
+  bool dedicated_only() const { return dedicated_only_; }
 
   // Which split calls of a kind are timed: the first kFirstTimed, then one in kTimeEvery. A
   // timing event costs the calling thread about 1 us more than a plain one (NCCL's end, and the
@@ -77,6 +81,7 @@ class SplitLedger {
     auto operator<=>(const Kind&) const = default;
   };
   std::unique_ptr<balance::SplitTable> table_;
+  bool dedicated_only_ = false;
   int nranks_;
   uint64_t lag_;
   size_t align_bytes_;

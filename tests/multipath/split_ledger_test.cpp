@@ -183,6 +183,27 @@ TEST(SplitLedger, TheFirstCallsOfEachKindAreTimedThenOneInFour) {
   }
 }
 
+// Where braid's PCIe share may not run (few CUDA hardware queues): every call whole on the
+// dedicated path, none timed, and the calls before the switch split as the table says.
+TEST(SplitLedger, KeptToTheDedicatedPathEveryCallGoesWholeThere) {
+  auto ledger = make_ledger(2, 1, "static");
+  LedgerCall before, after;
+  ASSERT_EQ(ledger->next(Collective::AllReduce, DataType::Float32, size_t{8} << 20, size_t{2} << 20, &before),
+            Result::Success);
+  EXPECT_GT(before.pcie_elements, 0u);
+  ASSERT_EQ(ledger->apply(before, {}, nullptr), Result::Success);
+  ledger->keep_to_dedicated_path();
+  EXPECT_TRUE(ledger->dedicated_only());
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_EQ(ledger->next(Collective::AllReduce, DataType::Float32, size_t{8} << 20, size_t{2} << 20, &after),
+              Result::Success);
+    EXPECT_EQ(after.dedicated_elements, size_t{2} << 20);
+    EXPECT_EQ(after.pcie_elements, 0u);
+    EXPECT_FALSE(after.timed);
+    ASSERT_EQ(ledger->apply(after, {}, nullptr), Result::Success);
+  }
+}
+
 TEST(SplitLedger, ExchangedTimesAreKeptOnlyWhereEveryRankMeasured) {
   const std::vector<double> seconds = agreed_seconds({2'000'000, 3'000'000, 1'500'000, 2'500'000});
   ASSERT_EQ(seconds.size(), 4u);
