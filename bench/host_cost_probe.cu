@@ -61,8 +61,18 @@ int main(int argc, char** argv) {
   batch_wait.waitValue.address = word_device;
   batch_wait.waitValue.value64 = 1;
   batch_wait.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+  // A meeting point of braid's copy engines: raise this rank's word, wait for the peer's, in one call.
+  CUstreamBatchMemOpParams raise_and_wait[2] = {};
+  raise_and_wait[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  raise_and_wait[0].writeValue.address = word_device + 3 * sizeof(unsigned long long);
+  raise_and_wait[0].writeValue.value64 = 1;
+  raise_and_wait[1] = batch_wait;
   int device = 0;
   cudaStreamCaptureStatus capture;
+  CUdeviceptr range_base = 0;
+  size_t range_size = 0;
+  cudaIpcMemHandle_t ipc_handle;
+  unsigned long long buffer_id = 0;
   cudaPointerAttributes attributes;
   // `fork_or_join`: a call every split call makes (its fork, its join), timed again below while
   // another thread queues copies.
@@ -84,6 +94,11 @@ int main(int argc, char** argv) {
       {"cuStreamWaitValue32 (device word)", [&] { cuStreamWaitValue32(reinterpret_cast<CUstream>(s), device_word, 1, CU_STREAM_WAIT_VALUE_GEQ); }},
       {"cuStreamBatchMemOp (one wait)", [&] { cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 1, &batch_wait, 0); }},
       {"cuStreamWriteValue64", [&] { cuStreamWriteValue64(reinterpret_cast<CUstream>(s), word_device, 1ull << 40, 0); }},
+      {"cuStreamBatchMemOp (write + wait)", [&] { cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 2, raise_and_wait, 0); }},
+      // What exporting a buffer to a peer process costs per call (peer/allocation_share.cpp).
+      {"cuMemGetAddressRange", [&] { cuMemGetAddressRange(&range_base, &range_size, reinterpret_cast<CUdeviceptr>(buffer)); }},
+      {"cudaIpcGetMemHandle", [&] { cudaIpcGetMemHandle(&ipc_handle, buffer); }},
+      {"cuPointerGetAttribute (buffer id)", [&] { cuPointerGetAttribute(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(buffer)); }},
   };
   std::printf("%-34s %10s %10s\n", "call", "median us", "mean us");
   for (const auto& p : probes) {

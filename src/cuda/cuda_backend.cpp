@@ -191,6 +191,39 @@ Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
   return wait_value_on_stream(s, until.counter, until.value, CU_STREAM_WAIT_VALUE_GEQ, "cuStreamWaitValue64");
 }
 
+Result CudaBackend::raise_and_wait_on_stream(cudaStream_t s, device::Signal raise,
+                                             std::span<const device::Signal> waits) {
+  if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
+  std::vector<CUstreamBatchMemOpParams> ops;
+  ops.reserve(waits.size() + 1);
+  if (!raise.empty()) {
+    CUstreamBatchMemOpParams op{};
+    op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    BRAID_TRY(counter_address(raise.counter, &op.writeValue.address));
+    op.writeValue.value64 = raise.value;
+    ops.push_back(op);
+  }
+  for (const device::Signal& until : waits) {
+    if (until.empty()) continue;
+    CUstreamBatchMemOpParams op{};
+    op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    BRAID_TRY(counter_address(until.counter, &op.waitValue.address));
+    op.waitValue.value64 = until.value;
+    op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    ops.push_back(op);
+  }
+  if (ops.empty()) return Result::Success;
+  {
+    // abort() raises every counter a stream waited on.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const device::Signal& until : waits)
+      if (!until.empty()) waited_.insert(until.counter);
+  }
+  return check_driver(driver().stream_batch_mem_op(reinterpret_cast<CUstream>(s), static_cast<unsigned>(ops.size()),
+                                                   ops.data(), 0),
+                      "cuStreamBatchMemOp");
+}
+
 Result CudaBackend::wait_for_bits_on_stream(cudaStream_t s, std::atomic<uint64_t>* counter, uint64_t mask) {
   return wait_value_on_stream(s, counter, mask, CU_STREAM_WAIT_VALUE_AND, "cuStreamWaitValue64 (any bit)");
 }

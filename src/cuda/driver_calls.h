@@ -14,7 +14,8 @@ namespace braid::cuda {
   X(cuDeviceGetAttribute, device_get_attribute)    \
   X(cuGetErrorString, get_error_string)            \
   X(cuStreamWriteValue64, stream_write_value64)    \
-  X(cuStreamWaitValue64, stream_wait_value64)
+  X(cuStreamWaitValue64, stream_wait_value64)      \
+  X(cuStreamBatchMemOp, stream_batch_mem_op)
 // Finding a buffer's allocation, exporting a cuMem allocation (peer/cumem_share.h) and mapping
 // it in a peer's process.
 #define BRAID_CUMEM_DRIVER_CALLS(X)                                                \

@@ -391,6 +391,20 @@ Result PeerPath::wait_for_peers(cudaStream_t stream, const CallSync& sync, int s
   return Result::Success;
 }
 
+Result PeerPath::meet(cudaStream_t stream, const CallSync& sync, int step) {
+  if (sync.captured) {
+    BRAID_TRY(arrive(stream, sync, step));
+    return wait_for_peers(stream, sync, step);
+  }
+  // One driver call for the raise and every wait: the calling thread makes it for every call.
+  std::vector<device::Signal> waits;
+  waits.reserve(static_cast<size_t>(nranks_));
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_) waits.push_back({comm_->engine->path_signal(q, counted_signal(step)), sync.seq});
+  return comm_->backend->raise_and_wait_on_stream(
+      stream, {comm_->engine->path_signal(rank_, counted_signal(step)), sync.seq}, waits);
+}
+
 namespace {
 // What a captured graph holds of the peers' mappings: let go of when CUDA destroys the graph (on
 // a CUDA thread, which may call no CUDA function).
@@ -433,38 +447,48 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
                                     cudaStream_t stream, const CallSync& sync) {
   const std::vector<cudaStream_t>& pulls = *sync.pulls;
   const std::vector<cudaEvent_t>& joins = *sync.pull_joins;
-  BRAID_TRY(arrive(stream, sync, kGraphInputsReady));
-  BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
-  for (cudaStream_t s : pulls) {
-    BRAID_TRY(cuda(cudaStreamWaitEvent(s, sync.fork, 0), "cudaStreamWaitEvent"));
-    // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
-    BRAID_TRY(wait_for_peers(s, sync, kGraphInputsReady));
-  }
+  // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
+  BRAID_TRY(meet(stream, sync, kGraphInputsReady));
 
   const size_t esize = datatype_size(type);
   const size_t block = count * esize, head = elements * esize;
   const auto* in = static_cast<const unsigned char*>(send);
   auto* out = static_cast<unsigned char*>(recv);
   unsigned char* own = out + static_cast<size_t>(rank_) * block;
-  if (own != in)
-    BRAID_TRY(cuda(cudaMemcpyAsync(own, in, head, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (own block)"));
-  // Every peer at once, each on a stream of its own, in rank order from the next one (so that no
-  // peer is read by everyone first).
-  for (int i = 1; i < nranks_; ++i) {
+  // The copies: this rank's own block (out of place) and every peer's, in rank order from the next
+  // one (so that no peer is read by everyone first). The first peer's goes on the call's stream,
+  // the others on streams of their own, forked and joined only where there are others: in place at
+  // two ranks the call queues one copy and no event.
+  struct Copy {
+    unsigned char* to;
+    const unsigned char* from;
+    const char* what;
+  };
+  std::vector<Copy> side;
+  if (own != in) side.push_back({own, in, "cudaMemcpyAsync (own block)"});
+  for (int i = 2; i < nranks_; ++i) {
     const int q = (rank_ + i) % nranks_;
+    side.push_back({out + static_cast<size_t>(q) * block, shared_[q].send, "cudaMemcpyAsync (a peer's block over NVLink)"});
+  }
+  const size_t forks = std::min(side.size(), pulls.size());
+  if (forks > 0) BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
+  for (size_t i = 0; i < forks; ++i) BRAID_TRY(cuda(cudaStreamWaitEvent(pulls[i], sync.fork, 0), "cudaStreamWaitEvent"));
+  for (size_t j = 0; j < side.size(); ++j)
+    BRAID_TRY(cuda(cudaMemcpyAsync(side[j].to, side[j].from, head, cudaMemcpyDeviceToDevice, pulls[j % pulls.size()]),
+                   side[j].what));
+  if (nranks_ > 1) {
+    const int q = (rank_ + 1) % nranks_;
     BRAID_TRY(cuda(cudaMemcpyAsync(out + static_cast<size_t>(q) * block, shared_[q].send, head,
-                                   cudaMemcpyDeviceToDevice, pulls[static_cast<size_t>(i - 1) % pulls.size()]),
+                                   cudaMemcpyDeviceToDevice, stream),
                    "cudaMemcpyAsync (a peer's block over NVLink)"));
   }
 
   // Join, tell the peers this rank has read what it needs, and wait until they have too.
-  for (size_t i = 0; i < pulls.size(); ++i) {
+  for (size_t i = 0; i < forks; ++i) {
     BRAID_TRY(cuda(cudaEventRecord(joins[i], pulls[i]), "cudaEventRecord (join)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins[i], 0), "cudaStreamWaitEvent (join)"));
   }
-  BRAID_TRY(arrive(stream, sync, kGraphReadsDone));
-  BRAID_TRY(wait_for_peers(stream, sync, kGraphReadsDone));
-  return Result::Success;
+  return meet(stream, sync, kGraphReadsDone);
 }
 
 // AllReduce: the share [0, elements) is cut into one part per rank (on kPartAlignBytes); each
@@ -483,16 +507,13 @@ Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type,
     return fail(Result::InternalError, "NVLink copy-engine path: the pull scratch is smaller than the call needs");
 
   // Every rank's inputs are ready and its output is free to be written.
-  BRAID_TRY(arrive(stream, sync, kGraphInputsReady));
-  BRAID_TRY(wait_for_peers(stream, sync, kGraphInputsReady));
+  BRAID_TRY(meet(stream, sync, kGraphInputsReady));
 
   const ElementRange mine = peer::reduce_part(rank_, nranks_, elements, esize);
   if (mine.count > 0) BRAID_TRY(reduce_part(send, recv, type, op, mine.begin, mine.count, pull, stream));
 
   // This rank has read the peers' inputs and written their outputs; the share ends when all have.
-  BRAID_TRY(arrive(stream, sync, kGraphReadsDone));
-  BRAID_TRY(wait_for_peers(stream, sync, kGraphReadsDone));
-  return Result::Success;
+  return meet(stream, sync, kGraphReadsDone);
 }
 
 bool PeerPath::pulls(size_t elements, size_t esize) const {

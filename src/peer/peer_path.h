@@ -151,6 +151,8 @@ class PeerPath {
   // waiting until every peer has.
   Result arrive(cudaStream_t stream, const CallSync& sync, int step);
   Result wait_for_peers(cudaStream_t stream, const CallSync& sync, int step);
+  // Both: arrive at `step`, then wait until every peer has.
+  Result meet(cudaStream_t stream, const CallSync& sync, int step);
   // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
   // every peer's), within BRAID_NVLINK_SCRATCH_BYTES.
   size_t pull_piece(size_t esize) const;
