@@ -138,6 +138,16 @@ cudaError_t reduce_to_all(DataType type, RedOp op, const PeerOperands& operands,
   });
 }
 
+cudaError_t copy_on_sms(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (!aligned16(dst) || !aligned16(src)) return cudaErrorInvalidValue;
+  PeerOperands o;
+  o.inputs[0] = src;
+  o.n_inputs = 1;
+  o.outputs[0] = dst;
+  o.n_outputs = 1;
+  return reduce_to_all(DataType::Uint8, RedOp::Sum, o, bytes, stream, kPeerReduceBlocks, kPeerReduceThreads);
+}
+
 cudaError_t load_peer_reduce_kernels() {
   for (int t = 0; t < kNumDataTypes; ++t) {
     const cudaError_t e = dispatch(static_cast<DataType>(t), [](auto* tag) {

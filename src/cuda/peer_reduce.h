@@ -30,6 +30,12 @@ struct PeerOperands {
 cudaError_t reduce_to_all(DataType type, RedOp op, const PeerOperands& operands, size_t n, cudaStream_t stream,
                           unsigned blocks, unsigned threads);
 
+// bytes [0, bytes) of `src` into `dst` on `stream` by the SMs (reduce_to_all of one operand, as
+// bytes: bit for bit). The runtime's cudaMemcpyAsync within one GPU costs the calling thread about
+// 6 us on H200, a launch about 2 (bench/results/gpus2-own-copy/). cudaErrorInvalidValue unless
+// both are 16-byte aligned, where the kernel would move a byte per load: copy those another way.
+cudaError_t copy_on_sms(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+
 // The grid reduce_to_all gets unless told otherwise: enough bytes in flight to cover NVLink's
 // latency from every SM.
 inline constexpr unsigned kPeerReduceBlocks = 264, kPeerReduceThreads = 512;

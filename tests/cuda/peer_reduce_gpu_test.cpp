@@ -108,5 +108,24 @@ TEST_F(PeerReduce, RefusesWhatItDoesNotCarry) {
   EXPECT_EQ(cuda::reduce_to_all(DataType::Float32, RedOp::Sum, o, 4, stream_, 1, 256), cudaErrorInvalidValue);
 }
 
+// An AllGather's own block: every byte as it was (NaN patterns of every float type included), and
+// unaligned buffers refused (the caller copies those another way).
+TEST_F(PeerReduce, CopyOnSmsMovesEveryBitAndRefusesUnalignedBuffers) {
+  for (size_t bytes : {size_t{16}, size_t{4096} + 48, (size_t{8} << 20) + 16}) {
+    std::vector<unsigned char> in(bytes), out(bytes, 0);
+    for (size_t i = 0; i < bytes; ++i) in[i] = static_cast<unsigned char>((i * 131 + 7) ^ (i >> 8));
+    for (size_t i = 0; i + 4 <= bytes && i < 64; i += 4) std::memcpy(&in[i], "\xff\xff\xc0\x7f", 4);
+    unsigned char* src = device_buffer(bytes);
+    unsigned char* dst = device_buffer(bytes);
+    ASSERT_EQ(cudaMemcpy(src, in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cuda::copy_on_sms(dst, src, bytes, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(out.data(), dst, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(in.data(), out.data(), bytes), 0) << bytes << " bytes";
+    EXPECT_EQ(cuda::copy_on_sms(dst + 1, src, 16, stream_), cudaErrorInvalidValue);
+    EXPECT_EQ(cuda::copy_on_sms(dst, src + 8, 16, stream_), cudaErrorInvalidValue);
+  }
+}
+
 }  // namespace
 }  // namespace braid::test
