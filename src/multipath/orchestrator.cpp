@@ -126,15 +126,16 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   {
     // Collective, so that every rank splits alike even where the ranks' environments differ.
     const int connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-    const uint64_t few[1] = {progress_thread_may_queue(connections) ? 0u : 1u};
-    std::vector<uint64_t> all;
-    BRAID_TRY(o->braid_->engine->exchange(few, &all));
-    o->callers_only_ = std::find(all.begin(), all.end(), 1u) != all.end();
+    engine::Communicator& engine = *o->braid_->engine;
+    BRAID_TRY(any_rank_has_few_queues(
+        connections, [&](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return engine.exchange(mine, all); },
+        &o->callers_only_));
     if (o->callers_only_) {
       o->ledger_->keep_to_dedicated_path();
       BRAID_INFO(Init, "multipath: CUDA_DEVICE_MAX_CONNECTIONS is below %d on %s (%d here): braid's PCIe share is off "
                  "(its copies would queue behind the callers' waits for them); the NVLink share alone runs",
-                 kDefaultCudaConnections, few[0] != 0 ? "this rank" : "another rank", connections);
+                 kDefaultCudaConnections, progress_thread_may_queue(connections) ? "another rank" : "this rank",
+                 connections);
     }
   }
   if (!settings().tuning_cache.empty()) {

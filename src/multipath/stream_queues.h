@@ -10,6 +10,13 @@
 // kernels do.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+
 namespace braid::multipath {
 
 // CUDA's default number of hardware queues, and the fewest at which braid's progress thread
@@ -22,5 +29,12 @@ int cuda_connections(const char* value);
 
 // Whether the progress thread may queue GPU work that callers' streams wait for at `connections`.
 inline bool progress_thread_may_queue(int connections) { return connections >= kDefaultCudaConnections; }
+
+// Collective: *any is true on every rank when some rank's `connections` (this rank's, read by
+// cuda_connections) are too few for the progress thread, so that every rank splits alike even
+// where the ranks' environments differ. `exchange` gathers one word of every rank's, in rank
+// order (the engine's exchange).
+using WordExchange = std::function<Result(std::span<const uint64_t> mine, std::vector<uint64_t>* all)>;
+Result any_rank_has_few_queues(int connections, const WordExchange& exchange, bool* any);
 
 }  // namespace braid::multipath

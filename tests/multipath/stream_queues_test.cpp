@@ -1,6 +1,12 @@
 // CUDA_DEVICE_MAX_CONNECTIONS as braid reads it, and where the progress thread may queue shares.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "../engine/harness.h"
+#include "engine/communicator.h"
 #include "multipath/stream_queues.h"
 
 namespace braid::multipath {
@@ -22,6 +28,30 @@ TEST(StreamQueues, TheProgressThreadQueuesOnlyFromCudasDefaultOn) {
   EXPECT_FALSE(progress_thread_may_queue(7));
   EXPECT_TRUE(progress_thread_may_queue(cuda_connections(nullptr)));
   EXPECT_TRUE(progress_thread_may_queue(32));
+}
+
+// The ranks agree even where their environments differ: one rank with one queue keeps every rank
+// to the NVLink share (their splits must match), none keeps none.
+TEST(StreamQueues, EveryRankLearnsWhetherAnyRankHasFewQueues) {
+  const auto topo = test::load_test_topology();
+  for (const test::Mode mode : {test::Mode::Threads, test::Mode::Processes})
+    for (const int few_rank : {-1, 0, 2}) {
+      SCOPED_TRACE(std::string(test::mode_name(mode)) + ", few queues on rank " + std::to_string(few_rank));
+      const auto outcomes = test::run_ranks(mode, 3, topo, 1, [&](engine::Communicator& comm, int rank, unsigned char* out) {
+        const int connections = rank == few_rank ? cuda_connections("1") : cuda_connections(nullptr);
+        bool any = false;
+        const Result r = any_rank_has_few_queues(
+            connections, [&](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return comm.exchange(mine, all); },
+            &any);
+        *out = any ? 1 : 0;
+        return r;
+      });
+      ASSERT_EQ(outcomes.size(), 3u);
+      for (const auto& o : outcomes) {
+        EXPECT_EQ(o.result, Result::Success) << o.error;
+        EXPECT_EQ(o.output.at(0), few_rank >= 0 ? 1 : 0);
+      }
+    }
 }
 
 }  // namespace
