@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -146,6 +147,9 @@ TEST(EngineFaults, StalledRankTimesOutWithItsName) {
         std::memcpy(out, &s, sizeof(s));
         return r;
       });
+  // The first rank to wait out BRAID_TIMEOUT aborts the communicator and the other fails at once:
+  // a rank that reached the call later (a slow thread start under a sanitizer) waited less.
+  double longest = 0;
   for (int r : {0, 2}) {
     EXPECT_EQ(outcomes[r].result, Result::RemoteError);
     EXPECT_NE(outcomes[r].error.find("rank 1 (pid"), std::string::npos) << outcomes[r].error;
@@ -153,9 +157,10 @@ TEST(EngineFaults, StalledRankTimesOutWithItsName) {
         << outcomes[r].error;
     double s = 0;
     std::memcpy(&s, outcomes[r].output.data(), sizeof(s));
-    EXPECT_GE(s, 0.9);
+    longest = std::max(longest, s);
     EXPECT_LT(s, kHangBound);
   }
+  EXPECT_GE(longest, 0.9);
 }
 
 TEST(EngineFaults, AbortUnblocksWithinASecond) {
