@@ -3,8 +3,8 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <new>
 #include <string>
 
@@ -127,10 +127,11 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     // Collective, so that every rank splits alike even where the ranks' environments differ.
     const int connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
     engine::Communicator& engine = *o->braid_->engine;
+    bool few = false;
     BRAID_TRY(any_rank_has_few_queues(
         connections, [&](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return engine.exchange(mine, all); },
-        &o->callers_only_));
-    if (o->callers_only_) {
+        &few));
+    if (few) {
       o->ledger_->keep_to_dedicated_path();
       BRAID_INFO(Init, "multipath: CUDA_DEVICE_MAX_CONNECTIONS is below %d on %s (%d here): braid's PCIe share is off "
                  "(its copies would queue behind the callers' waits for them); the NVLink share alone runs",
@@ -417,7 +418,8 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // with the peers is the calling thread's, or with BRAID_NVLINK_ON_LANE the progress thread's,
   // like braid's PCIe share.
   const bool copy = nccl_elements > 0 && rides_copy_engines(call);
-  job->nvlink_on_lane = copy && settings().nvlink_on_lane && !callers_only_;
+  // Kept to the NVLink share (few CUDA hardware queues, stream_queues.h), the meeting stays here too.
+  job->nvlink_on_lane = copy && settings().nvlink_on_lane && !ledger_->dedicated_only();
   job->record.nvlink_copy = copy;
   if (job->copy_engines()) copy_engines_->publish(share_of(call), ShareRange{0, nccl_elements}, &job->publication);
   if (!job->runs_on_lane()) {

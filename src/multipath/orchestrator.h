@@ -237,9 +237,6 @@ class Orchestrator : private LaneSteps {
   // at the same call on every rank): NCCL carries the NVLink shares from then on.
   bool copy_engines_off_ = false;
   bool copy_refused_logged_ = false;
-  // Every rank's shares stay on paths the calling thread queues whole: some rank's CUDA spreads its
-  // streams over too few hardware queues for the progress thread's (stream_queues.h).
-  bool callers_only_ = false;
   // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;

@@ -468,11 +468,13 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
   if (own != in) side.push_back({own, in, "cudaMemcpyAsync (own block)"});
   for (int i = 2; i < nranks_; ++i) {
     const int q = (rank_ + i) % nranks_;
-    side.push_back({out + static_cast<size_t>(q) * block, shared_[q].send, "cudaMemcpyAsync (a peer's block over NVLink)"});
+    side.push_back(
+        {out + static_cast<size_t>(q) * block, shared_[q].send, "cudaMemcpyAsync (a peer's block over NVLink)"});
   }
   const size_t forks = std::min(side.size(), pulls.size());
   if (forks > 0) BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
-  for (size_t i = 0; i < forks; ++i) BRAID_TRY(cuda(cudaStreamWaitEvent(pulls[i], sync.fork, 0), "cudaStreamWaitEvent"));
+  for (size_t i = 0; i < forks; ++i)
+    BRAID_TRY(cuda(cudaStreamWaitEvent(pulls[i], sync.fork, 0), "cudaStreamWaitEvent"));
   for (size_t j = 0; j < side.size(); ++j) {
     cudaStream_t s = pulls[j % pulls.size()];
     // This rank's own block by the SMs where aligned: the same copy by the runtime costs the

@@ -1,8 +1,9 @@
 // braid's own NVLink path, for the NVLink share of AllGather and AllReduce (BRAID_NVLINK_PATH,
 // docs/MULTIPATH.md):
 // - AllGather: each GPU's copy engines pull its peers' blocks over NVLink (cudaMemcpyAsync from
-//   another GPU's memory: no SM; out of place, braid's kernel copies the rank's own block). On 2x H200 they move 389 GB/s each way at once, where NCCL's
-//   AllGather kernels move 243-274 GB/s per direction (bench/nvlink_probe.cu; docs/PERFORMANCE.md).
+//   another GPU's memory: no SM; out of place, braid's kernel copies the rank's own block). On
+//   2x H200 they move 389 GB/s each way at once, where NCCL's AllGather kernels move 243-274 GB/s
+//   per direction (bench/nvlink_probe.cu; docs/PERFORMANCE.md).
 // - AllReduce: the share is cut into one part per rank; each rank reduces its part of every
 //   rank's input and stores the result into its part of every rank's output (cuda/peer_reduce).
 //   Small shares read the peers' inputs from the kernel over NVLink; large ones have the copy
