@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "cuda/device_scope.h"
 #include "cuda/driver_calls.h"
@@ -35,6 +36,16 @@ constexpr size_t kEventsAhead = 32;
 
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
+
+// *all: whether `mine` holds on every rank (one exchange on the engine's meeting, collective).
+Result every_rank(engine::Communicator& engine, bool mine, bool* all) {
+  *all = false;
+  std::vector<uint64_t> words;
+  const uint64_t word[1] = {mine ? 1u : 0u};
+  BRAID_TRY(engine.exchange(word, &words));
+  *all = std::all_of(words.begin(), words.end(), [](uint64_t w) { return w == 1; });
+  return Result::Success;
+}
 
 // Dynamic operators (ncclRedOpCreatePreMulSum) are numbered from ncclNumOps = RedOp::PreMulSum.
 std::string op_text(ncclRedOp_t op) {
@@ -131,6 +142,14 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     BRAID_TRY(any_rank_has_few_queues(
         connections, [&](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return engine.exchange(mine, all); },
         &few));
+    // NCCL's share on the progress thread where every rank asks for it; its communicator comes at
+    // the first call that needs it (make_lane_comm).
+    const bool lane_nccl = settings().nccl_share_on_lane && async && !copy_based && nccl.ncclCommSplit != nullptr &&
+                           nccl.ncclCommGetAsyncError != nullptr && nccl.ncclCommAbort != nullptr &&
+                           nccl.ncclCommDestroy != nullptr;
+    bool everyone = false;
+    BRAID_TRY(every_rank(engine, lane_nccl, &everyone));
+    if (everyone) o->lane_comm_state_ = kLaneCommUntried;
     if (few) {
       o->ledger_->keep_to_dedicated_path();
       BRAID_INFO(Init, "multipath: CUDA_DEVICE_MAX_CONNECTIONS is below %d on %s (%d here): braid's PCIe share is off "
@@ -171,7 +190,15 @@ void Orchestrator::use_balancer(std::unique_ptr<balance::Balancer> balancer) {
 }
 
 void Orchestrator::abort() {
+  aborted_.store(true);
   if (lane_) lane_->abort();  // made last in create(): before it, nothing runs to abort
+  // A share of NCCL's that a dead peer holds up would hold up the application's abort of its own
+  // communicator next (that waits for the device). Bounded: the lock's holder may be stuck itself.
+  std::unique_lock lock(lane_comm_mutex_, std::defer_lock);
+  if (lock.try_lock_for(std::chrono::seconds(1)) && lane_comm_ != nullptr) {
+    nccl_.ncclCommAbort(lane_comm_);
+    lane_comm_ = nullptr;
+  }
 }
 
 void Orchestrator::abort_transfers() {
@@ -193,6 +220,17 @@ Orchestrator::~Orchestrator() {
   // The frees below wait for the device: not while another communicator's progress thread has
   // GPU work to queue.
   quiet_lanes("multipath: freeing braid's part of a communicator", kQuietLanesSeconds);
+  if (std::lock_guard lock(lane_comm_mutex_); lane_comm_ != nullptr) {
+    cudaSetDevice(device_);
+    // After a failure or an abort its last share may never end (a peer died inside it): aborted,
+    // not waited for, before the streams that wait on it are synchronised below.
+    std::string text;
+    if (aborted_.load() || failure(&text) != Result::Success)
+      nccl_.ncclCommAbort(lane_comm_);
+    else
+      nccl_.ncclCommDestroy(lane_comm_);
+    lane_comm_ = nullptr;
+  }
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
     if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
@@ -201,9 +239,11 @@ Orchestrator::~Orchestrator() {
   if (pcie_stream_ != nullptr) cudaStreamSynchronize(pcie_stream_), cudaStreamDestroy(pcie_stream_);
   if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_), cudaStreamDestroy(copy_stream_);
   if (timing_stream_ != nullptr) cudaStreamSynchronize(timing_stream_), cudaStreamDestroy(timing_stream_);
+  if (nccl_stream_ != nullptr) cudaStreamSynchronize(nccl_stream_), cudaStreamDestroy(nccl_stream_);
   // Before braid's communicator, which the paths use.
   copy_engines_.reset();
   nccl_path_.reset();
+  lane_nccl_path_.reset();
   pcie_path_.reset();
   for (const CallEvents& e : all_events_) {
     cudaEventDestroy(e.fork);
@@ -421,6 +461,16 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // Kept to the NVLink share (few CUDA hardware queues, stream_queues.h), the meeting stays here too.
   job->nvlink_on_lane = copy && settings().nvlink_on_lane && !ledger_->dedicated_only();
   job->record.nvlink_copy = copy;
+  job->nccl_on_lane = !copy && nccl_share_on_lane(call, job->ledger);
+  // A collective and size class NCCL's communicator for the progress thread has not run yet
+  // (first_uses.h): this thread queues its share there, once the lane is idle (both threads never
+  // use it at once).
+  const size_t nccl_bytes = message_bytes(call, nranks_) / std::max<size_t>(1, call.count) * nccl_elements;
+  const bool warming = job->nccl_on_lane && lane_comm_first_uses_.first(call.collective, nccl_bytes);
+  if (warming) {
+    (void)lane_->wait_idle();
+    job->nccl_on_lane = false;
+  }
   if (job->copy_engines()) copy_engines_->publish(share_of(call), ShareRange{0, nccl_elements}, &job->publication);
   if (!job->runs_on_lane()) {
     // The NVLink share alone on the caller's stream: no fork and no events.
@@ -443,8 +493,12 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // all shares run at once, and the calling thread queues as little as it can.
   Result r = cuda(cudaEventRecord(job->fork(), stream), "cudaEventRecord (fork)");
   mark(CallerProfile::kFork);
-  if (r == Result::Success && nccl_elements > 0 && !job->copy_engines()) {
-    r = caller_nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &job->record);
+  if (r == Result::Success && nccl_elements > 0 && !job->copy_engines() && !job->nccl_on_lane) {
+    if (warming) {
+      r = enqueue_on_lane_comm(*job, stream);
+    } else {
+      r = caller_nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &job->record);
+    }
     if (r == Result::Success && job->timed()) r = cuda(cudaEventRecord(e.nccl_end, stream), "cudaEventRecord");
   }
   mark(CallerProfile::kNccl);
@@ -528,6 +582,10 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
   if (!job.runs_on_lane()) return Result::Success;
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
   if (job.timed()) BRAID_TRY(time_fork(job));
+  if (job.nccl_on_lane) {
+    step("NCCL's share");
+    BRAID_TRY(lane_nccl_share(job));
+  }
   // The copy engines first: their share only queues once the peers met, and then runs beside the
   // PCIe share, which this thread drives to its end.
   if (job.copy_engines()) {
@@ -638,6 +696,74 @@ Result Orchestrator::copy_share(Job& job) {
   return cuda(cudaEventRecord(job.events.nccl_end, copy_stream_), "cudaEventRecord (copy engines' end)");
 }
 
+bool Orchestrator::nccl_share_on_lane(const SplitCall& call, const LedgerCall& ledger) {
+  if (lane_comm_state_ == kLaneCommOff || ledger.pcie_elements == 0 || ledger.dedicated_elements == 0) return false;
+  // Operators made on the application's communicator (PreMulSum) exist there alone.
+  if (collective_reduces(call.collective) && call.op >= ncclNumOps) return false;
+  if (lane_comm_state_ == kLaneCommUntried) make_lane_comm();
+  return lane_comm_state_ == kLaneCommReady;
+}
+
+// Every rank reaches it at the same call (the split is every rank's), on the calling thread.
+void Orchestrator::make_lane_comm() {
+  lane_comm_state_ = kLaneCommOff;
+  const auto began = std::chrono::steady_clock::now();
+  // The exchange below is the engine's, which the progress thread uses to settle calls; and the
+  // split allocates (calls that may wait for the device): only once braid's progress is idle.
+  // A lane that failed fails this call after; the split still runs, as on the other ranks.
+  (void)lane_->wait_idle();
+  quiet_lanes("multipath: making NCCL's communicator for braid's progress thread", kQuietLanesSeconds);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  ncclComm_t child = nullptr;
+  ncclResult_t made = nccl_.ncclCommSplit(comm_, 0, rank_, &child, &config);
+  const auto bound = std::chrono::duration<double>(std::max(1.0, settings().timeout));
+  while (made == ncclInProgress && child != nullptr && std::chrono::steady_clock::now() - began < bound) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (nccl_.ncclCommGetAsyncError(child, &made) != ncclSuccess) break;
+  }
+  cudaSetDevice(device_);
+  Result r = made == ncclSuccess && child != nullptr ? Result::Success : Result::InternalError;
+  if (r == Result::Success)
+    r = cuda(cudaStreamCreateWithFlags(&nccl_stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL's share)");
+  bool everyone = false;
+  const bool mine = r == Result::Success;
+  (void)every_rank(*braid_->engine, mine, &everyone);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  if (!everyone) {
+    if (child != nullptr) nccl_.ncclCommAbort(child);
+    cudaSetDevice(device_);
+    BRAID_INFO(Init, "multipath: rank %d: %s; NCCL's share of split calls stays on the calling thread", rank_,
+               mine ? "another rank could not split NCCL's communicator" : "ncclCommSplit failed here");
+    return;
+  }
+  {
+    std::lock_guard lock(lane_comm_mutex_);
+    lane_comm_ = child;
+  }
+  lane_nccl_path_ = std::make_unique<NcclSharePath>(child, nccl_, rank_, nranks_, /*copy_based=*/false);
+  lane_comm_state_ = kLaneCommReady;
+  BRAID_INFO(Init, "multipath: rank %d/%d: NCCL's share of split calls is queued by braid's progress thread, on a "
+             "communicator of its own (made in %.1f ms)", rank_, nranks_, ms);
+}
+
+Result Orchestrator::enqueue_on_lane_comm(const Job& job, cudaStream_t stream) {
+  std::lock_guard lock(lane_comm_mutex_);
+  if (lane_comm_ == nullptr) return fail(Result::RemoteError, "multipath: the communicator was aborted");
+  bool carried = false;
+  const Result r = lane_nccl_path_->enqueue(job.share, ShareRange{0, job.record.nccl_elements}, stream, &carried);
+  cudaSetDevice(device_);
+  BRAID_TRY(r);
+  if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
+  return Result::Success;
+}
+
+Result Orchestrator::lane_nccl_share(Job& job) {
+  BRAID_TRY(cuda(cudaStreamWaitEvent(nccl_stream_, job.fork(), 0), "cudaStreamWaitEvent (fork)"));
+  BRAID_TRY(enqueue_on_lane_comm(job, nccl_stream_));
+  return cuda(cudaEventRecord(job.events.nccl_end, nccl_stream_), "cudaEventRecord (NCCL's end)");
+}
+
 // PCIe's share: the elements after NVLink's of every block (from the first where the copy engines
 // refused theirs), through braid's engine on the private stream, which first waits for the
 // caller's stream to reach the call (the fork).
@@ -665,8 +791,8 @@ Result Orchestrator::pcie_share(Job& job) {
 
 Result Orchestrator::release(Job& job) {
   // One stream writes every call's word, in call order: the word never goes down.
-  if (job.copy_engines() && !job.copy_moved())
-    BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.nccl_end, 0), "cudaStreamWaitEvent (copy engines)"));
+  if ((job.copy_engines() && !job.copy_moved()) || job.nccl_on_lane)
+    BRAID_TRY(cuda(cudaStreamWaitEvent(pcie_stream_, job.events.nccl_end, 0), "cudaStreamWaitEvent (NVLink share)"));
   BRAID_TRY(cuda(cudaEventRecord(job.events.joined, pcie_stream_), "cudaEventRecord (joined)"));
   const CUresult w = cuda::driver().stream_write_value64(reinterpret_cast<CUstream>(pcie_stream_), done_device_,
                                                          job.record.call, 0);

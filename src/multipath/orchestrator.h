@@ -37,6 +37,7 @@
 #include "common/result.h"
 #include "api/nccl_calls.h"
 #include "multipath/caller_profile.h"
+#include "multipath/first_uses.h"
 #include "multipath/progress_lane.h"
 #include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
@@ -151,6 +152,8 @@ class Orchestrator : private LaneSteps {
     cudaEvent_t fork() const { return caller_timed ? events.fork_time : events.fork; }
     ShareCall share;                      // the call with its operator resolved
     const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
+    // NCCL's share is queued by the progress thread, on lane_comm_ (lane_nccl_share).
+    bool nccl_on_lane = false;
     peer::PeerPath::Publication publication;  // this rank's buffers as the copy engines' peers learn them
   };
   Orchestrator() = default;
@@ -194,6 +197,14 @@ class Orchestrator : private LaneSteps {
   // wait for the whole device, so never while a stream waits for work the progress thread has
   // still to issue).
   Result prepare_copy_engines();
+  // Whether NCCL's share of this call goes to the progress thread (BRAID_NCCL_SHARE_ON_LANE): the
+  // same answer on every rank. The first such call makes lane_comm_, collective over the ranks.
+  bool nccl_share_on_lane(const SplitCall& call, const LedgerCall& ledger);
+  void make_lane_comm();
+  // NCCL's share of `job` on lane_comm_, queued on `stream`.
+  Result enqueue_on_lane_comm(const Job& job, cudaStream_t stream);
+  // NCCL's share on nccl_stream_, after the fork, on the progress thread; nccl_end after it.
+  Result lane_nccl_share(Job& job);
   // PCIe's share: its own range, or with the NVLink share's too where the copy engines refused it.
   Result pcie_share(Job& job);
   // The caller's stream goes on once braid's shares are done: the completion word raised to the
@@ -233,6 +244,22 @@ class Orchestrator : private LaneSteps {
   std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
   std::unique_ptr<SharePath> pcie_path_;
+  // NCCL's share of calls handed to the progress thread, on a communicator of its own (split from
+  // the application's at the first such call) so that the progress thread's NCCL calls never
+  // interleave with the application's: each communicator's calls keep one order on every rank.
+  // lane_comm_state_: kLaneCommUntried, kLaneCommReady or kLaneCommOff (agreed by every rank).
+  enum LaneCommState { kLaneCommUntried, kLaneCommReady, kLaneCommOff };
+  LaneCommState lane_comm_state_ = kLaneCommOff;
+  // Held by whichever thread calls NCCL on lane_comm_, and by abort(), which ends it at once: a
+  // share stuck on a dead peer would otherwise hold up the application's abort of its own
+  // communicator (that waits for the device). Null once aborted.
+  std::timed_mutex lane_comm_mutex_;
+  ncclComm_t lane_comm_ = nullptr;
+  // The first share of each collective and size class on lane_comm_ is the calling thread's.
+  FirstUses lane_comm_first_uses_;
+  std::unique_ptr<SharePath> lane_nccl_path_;
+  cudaStream_t nccl_stream_ = nullptr;
+  std::atomic<bool> aborted_{false};
   // The calling thread's, set when a call the copy engines refused is applied (in call order, so
   // at the same call on every rank): NCCL carries the NVLink shares from then on.
   bool copy_engines_off_ = false;
