@@ -37,13 +37,16 @@ constexpr size_t kEventsAhead = 32;
 // Split offsets are multiples of 4 KiB, so both shares start on a page and DMA stays aligned.
 constexpr size_t kSplitAlignBytes = 4096;
 
-// *all: whether `mine` holds on every rank (one exchange on the engine's meeting, collective).
-Result every_rank(engine::Communicator& engine, bool mine, bool* all) {
-  *all = false;
-  std::vector<uint64_t> words;
-  const uint64_t word[1] = {mine ? 1u : 0u};
-  BRAID_TRY(engine.exchange(word, &words));
-  *all = std::all_of(words.begin(), words.end(), [](uint64_t w) { return w == 1; });
+// The engine's exchange, for the ranks' agreements (rank_agreement.h). Collective.
+WordExchange engine_exchange(engine::Communicator& engine) {
+  return [&engine](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return engine.exchange(mine, all); };
+}
+
+// NCCL's share on `stream`, which NCCL carries whole or the call fails.
+Result enqueue_nccl(SharePath& nccl, const ShareCall& share, ShareRange range, cudaStream_t stream) {
+  bool carried = false;
+  BRAID_TRY(nccl.enqueue(share, range, stream, &carried));
+  if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
   return Result::Success;
 }
 
@@ -137,18 +140,16 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   {
     // Collective, so that every rank splits alike even where the ranks' environments differ.
     const int connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-    engine::Communicator& engine = *o->braid_->engine;
+    const WordExchange exchange = engine_exchange(*o->braid_->engine);
     bool few = false;
-    BRAID_TRY(any_rank_has_few_queues(
-        connections, [&](std::span<const uint64_t> mine, std::vector<uint64_t>* all) { return engine.exchange(mine, all); },
-        &few));
+    BRAID_TRY(any_rank_has_few_queues(connections, exchange, &few));
     // NCCL's share on the progress thread where every rank asks for it; its communicator comes at
     // the first call that needs it (make_lane_comm).
     const bool lane_nccl = settings().nccl_share_on_lane && async && !copy_based && nccl.ncclCommSplit != nullptr &&
                            nccl.ncclCommGetAsyncError != nullptr && nccl.ncclCommAbort != nullptr &&
                            nccl.ncclCommDestroy != nullptr;
     bool everyone = false;
-    BRAID_TRY(every_rank(engine, lane_nccl, &everyone));
+    BRAID_TRY(every_rank(lane_nccl, exchange, &everyone));
     if (everyone) o->lane_comm_state_ = kLaneCommUntried;
     if (few) {
       o->ledger_->keep_to_dedicated_path();
@@ -465,8 +466,10 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // A collective and size class NCCL's communicator for the progress thread has not run yet
   // (first_uses.h): this thread queues its share there, once the lane is idle (both threads never
   // use it at once).
-  const size_t nccl_bytes = message_bytes(call, nranks_) / std::max<size_t>(1, call.count) * nccl_elements;
-  const bool warming = job->nccl_on_lane && lane_comm_first_uses_.first(call.collective, nccl_bytes);
+  const bool warming =
+      job->nccl_on_lane &&
+      lane_comm_first_uses_.first(call.collective,
+                                  message_bytes(call, nranks_) / std::max<size_t>(1, call.count) * nccl_elements);
   if (warming) {
     (void)lane_->wait_idle();
     job->nccl_on_lane = false;
@@ -624,10 +627,7 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
                  "carries the NVLink share of such calls");
     }
   }
-  bool carried = false;
-  BRAID_TRY(nccl_path_->enqueue(share, range, stream, &carried));
-  if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
-  return Result::Success;
+  return enqueue_nccl(*nccl_path_, share, range, stream);
 }
 
 Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
@@ -728,7 +728,7 @@ void Orchestrator::make_lane_comm() {
     r = cuda(cudaStreamCreateWithFlags(&nccl_stream_, cudaStreamNonBlocking), "cudaStreamCreate (NCCL's share)");
   bool everyone = false;
   const bool mine = r == Result::Success;
-  (void)every_rank(*braid_->engine, mine, &everyone);
+  (void)every_rank(mine, engine_exchange(*braid_->engine), &everyone);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
   if (!everyone) {
     if (child != nullptr) nccl_.ncclCommAbort(child);
@@ -750,12 +750,9 @@ void Orchestrator::make_lane_comm() {
 Result Orchestrator::enqueue_on_lane_comm(const Job& job, cudaStream_t stream) {
   std::lock_guard lock(lane_comm_mutex_);
   if (lane_comm_ == nullptr) return fail(Result::RemoteError, "multipath: the communicator was aborted");
-  bool carried = false;
-  const Result r = lane_nccl_path_->enqueue(job.share, ShareRange{0, job.record.nccl_elements}, stream, &carried);
+  const Result r = enqueue_nccl(*lane_nccl_path_, job.share, ShareRange{0, job.record.nccl_elements}, stream);
   cudaSetDevice(device_);
-  BRAID_TRY(r);
-  if (!carried) return fail(Result::InternalError, "multipath: NCCL refused its share");
-  return Result::Success;
+  return r;
 }
 
 Result Orchestrator::lane_nccl_share(Job& job) {

@@ -1,6 +1,5 @@
 #include "multipath/stream_queues.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -17,10 +16,9 @@ int cuda_connections(const char* value) {
 
 Result any_rank_has_few_queues(int connections, const WordExchange& exchange, bool* any) {
   *any = false;
-  const uint64_t few[1] = {progress_thread_may_queue(connections) ? 0u : 1u};
-  std::vector<uint64_t> all;
-  BRAID_TRY(exchange(few, &all));
-  *any = std::find(all.begin(), all.end(), uint64_t{1}) != all.end();
+  bool all_may_queue = false;
+  BRAID_TRY(every_rank(progress_thread_may_queue(connections), exchange, &all_may_queue));
+  *any = !all_may_queue;
   return Result::Success;
 }
 

@@ -10,12 +10,8 @@
 // kernels do.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <span>
-#include <vector>
-
 #include "common/result.h"
+#include "multipath/rank_agreement.h"
 
 namespace braid::multipath {
 
@@ -32,9 +28,7 @@ inline bool progress_thread_may_queue(int connections) { return connections >= k
 
 // Collective: *any is true on every rank when some rank's `connections` (this rank's, read by
 // cuda_connections) are too few for the progress thread, so that every rank splits alike even
-// where the ranks' environments differ. `exchange` gathers one word of every rank's, in rank
-// order (the engine's exchange).
-using WordExchange = std::function<Result(std::span<const uint64_t> mine, std::vector<uint64_t>* all)>;
+// where the ranks' environments differ.
 Result any_rank_has_few_queues(int connections, const WordExchange& exchange, bool* any);
 
 }  // namespace braid::multipath
