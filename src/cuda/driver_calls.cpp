@@ -27,6 +27,7 @@ const DriverCalls& driver() {
 #define BRAID_FETCH_DRIVER_CALL(symbol, member) fetch(#symbol, &c.member);
     BRAID_STREAM_DRIVER_CALLS(BRAID_FETCH_DRIVER_CALL)
     BRAID_CUMEM_DRIVER_CALLS(BRAID_FETCH_DRIVER_CALL)
+    BRAID_QUERY_DRIVER_CALLS(BRAID_FETCH_DRIVER_CALL)
 #undef BRAID_FETCH_DRIVER_CALL
     return c;
   }();

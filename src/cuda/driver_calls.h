@@ -33,11 +33,15 @@ namespace braid::cuda {
   X(cuMemUnmap, mem_unmap)                                                         \
   X(cuMemSetAccess, mem_set_access)
 
+// Questions about the process's driver state; optional.
+#define BRAID_QUERY_DRIVER_CALLS(X) X(cuModuleGetLoadingMode, module_get_loading_mode)
+
 struct DriverCalls {
 #define BRAID_DRIVER_CALL_MEMBER(symbol, member) decltype(&symbol) member = nullptr;
 #define BRAID_DRIVER_CALL_PRESENT(symbol, member) &&member != nullptr
   BRAID_STREAM_DRIVER_CALLS(BRAID_DRIVER_CALL_MEMBER)
   BRAID_CUMEM_DRIVER_CALLS(BRAID_DRIVER_CALL_MEMBER)
+  BRAID_QUERY_DRIVER_CALLS(BRAID_DRIVER_CALL_MEMBER)
   bool complete() const { return true BRAID_STREAM_DRIVER_CALLS(BRAID_DRIVER_CALL_PRESENT); }
   bool cumem_complete() const { return true BRAID_CUMEM_DRIVER_CALLS(BRAID_DRIVER_CALL_PRESENT); }
 #undef BRAID_DRIVER_CALL_MEMBER

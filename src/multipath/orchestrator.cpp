@@ -11,6 +11,7 @@
 
 #include "cuda/device_scope.h"
 #include "cuda/driver_calls.h"
+#include "cuda/module_loading.h"
 #include "api/comm.h"
 #include "api/nccl_calls.h"
 #include "balance/shares.h"
@@ -139,10 +140,11 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
       o->nranks_, lag, kSplitAlignBytes);
   {
     // Collective, so that every rank splits alike even where the ranks' environments differ.
-    const int connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+    const LaneQueueing process{.connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")),
+                               .lazy_module_loading = async && cuda::module_loading_is_lazy()};
     const WordExchange exchange = engine_exchange(*o->braid_->engine);
-    bool few = false;
-    BRAID_TRY(any_rank_has_few_queues(connections, exchange, &few));
+    bool forbidden = false;
+    BRAID_TRY(any_rank_forbids_lane_queueing(process, exchange, &forbidden));
     // NCCL's share on the progress thread where every rank asks for it; its communicator comes at
     // the first call that needs it (make_lane_comm).
     const bool lane_nccl = settings().nccl_share_on_lane && async && !copy_based && nccl.ncclCommSplit != nullptr &&
@@ -151,12 +153,16 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     bool everyone = false;
     BRAID_TRY(every_rank(lane_nccl, exchange, &everyone));
     if (everyone) o->lane_comm_state_ = kLaneCommUntried;
-    if (few) {
+    if (forbidden) {
       o->ledger_->keep_to_dedicated_path();
-      BRAID_INFO(Init, "multipath: CUDA_DEVICE_MAX_CONNECTIONS is below %d on %s (%d here): braid's PCIe share is off "
-                 "(its copies would queue behind the callers' waits for them); the NVLink share alone runs",
-                 kDefaultCudaConnections, progress_thread_may_queue(connections) ? "another rank" : "this rank",
-                 connections);
+      const bool here = !progress_thread_may_queue(process);
+      BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: on %s %s",
+                 here ? "this rank" : "another rank",
+                 !here ? "CUDA_DEVICE_MAX_CONNECTIONS is below 8 or CUDA loads modules lazily"
+                 : process.lazy_module_loading
+                     ? "CUDA loads modules lazily (a kernel's first launch would wait for the share's copies "
+                       "behind CUDA's lock; CUDA_MODULE_LOADING=EAGER, which the drop-in sets where it is unset, lifts it)"
+                     : "CUDA_DEVICE_MAX_CONNECTIONS is below 8 (the share's copies would queue behind the callers' waits)");
     }
   }
   if (!settings().tuning_cache.empty()) {
@@ -459,7 +465,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // with the peers is the calling thread's, or with BRAID_NVLINK_ON_LANE the progress thread's,
   // like braid's PCIe share.
   const bool copy = nccl_elements > 0 && rides_copy_engines(call);
-  // Kept to the NVLink share (few CUDA hardware queues, stream_queues.h), the meeting stays here too.
+  // Kept to the NVLink share (stream_queues.h), the meeting stays here too.
   job->nvlink_on_lane = copy && settings().nvlink_on_lane && !ledger_->dedicated_only();
   job->record.nvlink_copy = copy;
   job->nccl_on_lane = !copy && nccl_share_on_lane(call, job->ledger);

@@ -14,10 +14,10 @@ int cuda_connections(const char* value) {
   return static_cast<int>(n);
 }
 
-Result any_rank_has_few_queues(int connections, const WordExchange& exchange, bool* any) {
+Result any_rank_forbids_lane_queueing(const LaneQueueing& process, const WordExchange& exchange, bool* any) {
   *any = false;
   bool all_may_queue = false;
-  BRAID_TRY(every_rank(progress_thread_may_queue(connections), exchange, &all_may_queue));
+  BRAID_TRY(every_rank(progress_thread_may_queue(process), exchange, &all_may_queue));
   *any = !all_may_queue;
   return Result::Success;
 }

@@ -4,13 +4,12 @@
 // hooks (common/lane_gate.h) in it. It reads BRAID_CUDA_GATE itself and logs nothing: braid's
 // settings and log are read once, at the first NCCL call, and a program may set them until then.
 #include <dlfcn.h>
-#include <strings.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "common/lane_gate.h"
 #include "cuda_gate/cuda_gate.h"
+#include "common/preload_setting.h"
 
 namespace braid::shim {
 namespace {
@@ -28,16 +27,8 @@ std::string own_folder() {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
-bool gate_wanted() {
-  const char* text = std::getenv("BRAID_CUDA_GATE");
-  if (text == nullptr) return true;
-  for (const char* off : {"0", "false", "off", "no"})
-    if (strcasecmp(text, off) == 0) return false;
-  return true;
-}
-
 __attribute__((constructor)) void load_cuda_gate() {
-  if (!gate_wanted()) return;
+  if (!preload_setting_on("BRAID_CUDA_GATE")) return;
   const std::string path = own_folder() + "/libbraid-cuda-gate.so";
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) return;  // calls then go straight to the runtime; the lane watch stays the backstop

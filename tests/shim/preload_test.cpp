@@ -45,4 +45,18 @@ TEST(ShimPreload, UnmodifiedProgramGoesThroughBraidToItsOwnNccl) {
   EXPECT_EQ(value_of(plain, "unmatched_end"), "5") << plain;  // ncclInvalidUsage
 }
 
+// CUDA's lazy module loading can deadlock with braid's progress thread (cuda/module_loading.h): the
+// drop-in asks for eager loading as it loads, before the program's first CUDA call, but never
+// overrides the program's own choice, and not when told not to.
+TEST(ShimPreload, AsksForEagerModuleLoadingWhereTheProgramDoesNotChoose) {
+  const std::string preload = "LD_PRELOAD=" BRAID_SHIM_LIBRARY_PATH " ";
+  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING -u BRAID_EAGER_MODULE_LOADING " + preload + "printenv CUDA_MODULE_LOADING"),
+            "EAGER\n");
+  EXPECT_EQ(run("env -u BRAID_EAGER_MODULE_LOADING CUDA_MODULE_LOADING=LAZY " + preload + "printenv CUDA_MODULE_LOADING"),
+            "LAZY\n");
+  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING BRAID_EAGER_MODULE_LOADING=0 " + preload +
+                "sh -c 'echo ${CUDA_MODULE_LOADING:-unset}'"),
+            "unset\n");
+}
+
 }  // namespace

@@ -18,6 +18,7 @@
 #include "check.h"
 #include "common/sizes.h"
 #include "common/types.h"
+#include "cuda/module_loading.h"
 #include "interference.h"
 #include "measure.h"
 #include "noise.h"
@@ -444,4 +445,9 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace braid::bench
 
-int main(int argc, char** argv) { return braid::bench::run(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any CUDA call, as the drop-in does as it loads: braid's PCIe share runs only where CUDA
+  // loads modules eagerly (cuda/module_loading.h).
+  braid::cuda::ask_for_eager_module_loading();
+  return braid::bench::run(argc, argv);
+}
