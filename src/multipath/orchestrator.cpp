@@ -155,14 +155,16 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     if (everyone) o->lane_comm_state_ = kLaneCommUntried;
     if (forbidden) {
       o->ledger_->keep_to_dedicated_path();
+      // This rank knows its own reason; of another rank's only that it had one.
       const bool here = !progress_thread_may_queue(process);
+      const char* why = "CUDA_DEVICE_MAX_CONNECTIONS is below 8 or CUDA loads modules lazily";
+      if (here && process.lazy_module_loading)
+        why = "CUDA loads modules lazily (a kernel's first launch would wait for the share's copies behind CUDA's "
+              "lock; CUDA_MODULE_LOADING=EAGER, which the drop-in sets where it is unset, lifts it)";
+      else if (here)
+        why = "CUDA_DEVICE_MAX_CONNECTIONS is below 8 (the share's copies would queue behind the callers' waits)";
       BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: on %s %s",
-                 here ? "this rank" : "another rank",
-                 !here ? "CUDA_DEVICE_MAX_CONNECTIONS is below 8 or CUDA loads modules lazily"
-                 : process.lazy_module_loading
-                     ? "CUDA loads modules lazily (a kernel's first launch would wait for the share's copies "
-                       "behind CUDA's lock; CUDA_MODULE_LOADING=EAGER, which the drop-in sets where it is unset, lifts it)"
-                     : "CUDA_DEVICE_MAX_CONNECTIONS is below 8 (the share's copies would queue behind the callers' waits)");
+                 here ? "this rank" : "another rank", why);
     }
   }
   if (!settings().tuning_cache.empty()) {
