@@ -21,6 +21,7 @@
 #include "common/settings.h"
 #include "common/sizes.h"
 #include "engine/communicator.h"
+#include "multipath/lane_comm_config.h"
 #include "multipath/nccl_share_path.h"
 #include "multipath/pcie_share_path.h"
 #include "multipath/peer_share_path.h"
@@ -63,7 +64,8 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
   return fail(Result::UnhandledCudaError, "multipath (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
 }
 
-Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out) {
+Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
+                            std::shared_ptr<const NcclConfigCopy> config) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   // What follows registers host memory and allocates (calls that wait for the device and hold
@@ -72,6 +74,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
+  o->app_config_ = std::move(config);
   BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl));
   o->rank_ = o->braid_->rank;
   o->nranks_ = o->braid_->nranks;
@@ -721,8 +724,7 @@ void Orchestrator::make_lane_comm() {
   // A lane that failed fails this call after; the split still runs, as on the other ranks.
   (void)lane_->wait_idle();
   quiet_lanes("multipath: making NCCL's communicator for braid's progress thread", kQuietLanesSeconds);
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 1;
+  ncclConfig_t config = lane_comm_config(app_config_.get());
   ncclComm_t child = nullptr;
   ncclResult_t made = nccl_.ncclCommSplit(comm_, 0, rank_, &child, &config);
   const auto bound = std::chrono::duration<double>(std::max(1.0, settings().timeout));

@@ -38,6 +38,7 @@
 #include "api/nccl_calls.h"
 #include "multipath/caller_profile.h"
 #include "multipath/first_uses.h"
+#include "multipath/nccl_config_copy.h"
 #include "multipath/progress_lane.h"
 #include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
@@ -81,8 +82,11 @@ struct SplitRecord {
 // orchestrator gives it the GPU steps: the PCIe share on its stream, timing events, the completion word.
 class Orchestrator : private LaneSteps {
  public:
-  // Collective over the NCCL communicator's ranks (all call it at the same point).
-  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out);
+  // Collective over the NCCL communicator's ranks (all call it at the same point). `config`: what
+  // the application configured `comm` with, which braid's own communicator split from it inherits
+  // (lane_comm_config.h); null: NCCL's defaults.
+  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
+                       std::shared_ptr<const NcclConfigCopy> config = nullptr);
   ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
@@ -228,6 +232,7 @@ class Orchestrator : private LaneSteps {
 
   ncclComm_t comm_ = nullptr;
   api::NcclCalls nccl_;
+  std::shared_ptr<const NcclConfigCopy> app_config_;  // comm_'s, as the application gave it (null: unknown)
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   cudaStream_t pcie_stream_ = nullptr;

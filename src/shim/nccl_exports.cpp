@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <exception>
+#include <cstdlib>
 #include <optional>
 #include <span>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "shim/arguments.h"
+#include "shim/comm_config.h"
 #include "shim/comm_table.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
@@ -176,33 +178,34 @@ int current_device() {
   return device;
 }
 
-// Whether a communicator made with `config` blocks: NCCL_CONFIG_UNDEF_INT (unset) means the
-// default, blocking; a split or shrink without a config inherits its parent's.
-bool blocking_of(const ncclConfig_t* config, ncclComm_t parent) {
-  if (config != nullptr && config->blocking != NCCL_CONFIG_UNDEF_INT) return config->blocking != 0;
-  if (parent != nullptr) {
-    if (auto state = braid::shim::comm_table().find(parent)) return state->blocking;
-  }
-  return true;
-}
-
 // The GPU braid recorded for `parent`, which a split or shrink of it shares; -1 when unknown.
 int device_of(ncclComm_t parent) {
   const auto known = braid::shim::comm_table().find(parent);
   return known ? known->cuda_device : -1;
 }
 
+// What NCCL made a communicator from: the call's config (null: none) and, for a split or shrink,
+// the parent, whose config NCCL copies where the call passed none.
+struct MadeWith {
+  const ncclConfig_t* config = nullptr;
+  ncclComm_t parent = nullptr;
+};
+
 // After NCCL created `comm` (result Success, or InProgress for a non-blocking one) on `device`
 // (-1: NCCL tells).
 // `identity`: bytes every rank of the communicator holds alike, which name its exchange board
 // (grouped_p2p.h), opened once the communicator's rank, size and GPU are known.
-void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, bool blocking, int device,
+void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, MadeWith made_with, int device,
               std::span<const unsigned char> identity = {}) {
   if (!braid_enabled() || !accepted(result) || comm == nullptr) return;
   braid::shim::CommState state;
   state.rank = rank;
   state.nranks = nranks;
-  state.blocking = blocking;
+  const std::optional<braid::shim::CommState> parent =
+      made_with.parent != nullptr ? braid::shim::comm_table().find(made_with.parent) : std::nullopt;
+  state.blocking =
+      braid::shim::made_blocking(made_with.config, parent ? &*parent : nullptr, std::getenv("NCCL_COMM_BLOCKING"));
+  state.config = braid::shim::config_to_record(made_with.config, made_with.parent, braid::shim::comm_table());
   state.cuda_device = device;
   if (braid::shim::this_thread_group().in_group()) {
     made_in_this_group().push_back(comm);
@@ -446,7 +449,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUni
   return guarded(__func__, [&] {
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRank, comm, nranks, commId, rank);
-    if (comm != nullptr) remember(result, *comm, rank, nranks, true, device, id_bytes(&commId, 1));
+    if (comm != nullptr) remember(result, *comm, rank, nranks, MadeWith{}, device, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -457,7 +460,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, n
     const int device = current_device();
     const ncclResult_t result = BRAID_FORWARD(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
     if (comm != nullptr)
-      remember(result, *comm, rank, nranks, blocking_of(config, nullptr), device, id_bytes(&commId, 1));
+      remember(result, *comm, rank, nranks, MadeWith{config}, device, id_bytes(&commId, 1));
     return result;
   });
 }
@@ -469,7 +472,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nran
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
     if (newcomm != nullptr)
-      remember(result, *newcomm, myrank, nranks, blocking_of(config, nullptr), device, id_bytes(commIds, nId));
+      remember(result, *newcomm, myrank, nranks, MadeWith{config}, device, id_bytes(commIds, nId));
     return result;
   });
 }
@@ -481,7 +484,7 @@ BRAID_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int*
       // One process holds every rank: any id of its own names their board.
       const braid::engine::CommId id = braid::engine::CommId::random();
       for (int i = 0; i < ndev; ++i)
-        remember(result, comm[i], i, ndev, true, devlist != nullptr ? devlist[i] : i, id.bytes);
+        remember(result, comm[i], i, ndev, MadeWith{}, devlist != nullptr ? devlist[i] : i, id.bytes);
     }
     return result;
   });
@@ -495,7 +498,7 @@ BRAID_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
         braid_enabled() ? braid::shim::split_identity(comm, color) : std::vector<unsigned char>{};
     const ncclResult_t result = BRAID_FORWARD(ncclCommSplit, comm, color, key, newcomm, config);
     // A rank that passed NCCL_SPLIT_NOCOLOR gets a null communicator: nothing to remember.
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), device_of(comm), identity);
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, MadeWith{config, comm}, device_of(comm), identity);
     return result;
   });
 }
@@ -505,7 +508,7 @@ BRAID_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
   return guarded(__func__, [&] {
     const ncclResult_t result =
         BRAID_FORWARD(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
-    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, blocking_of(config, comm), device_of(comm));
+    if (newcomm != nullptr) remember(result, *newcomm, -1, -1, MadeWith{config, comm}, device_of(comm));
     return result;
   });
 }
