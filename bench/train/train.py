@@ -241,6 +241,19 @@ def make_batch(args, rank, step, teacher):
 # ----------------------------------------------------------------------------------------------
 
 
+def nccl_options(spec):
+    """ProcessGroupNCCL.Options whose NCCL config sets the fields `spec` names ("a=1,b=x"); None for ""."""
+    if not spec:
+        return None
+    options = dist.ProcessGroupNCCL.Options()
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        if not hasattr(options.config, name):
+            raise SystemExit(f"--nccl-config: ncclConfig has no field {name!r}")
+        setattr(options.config, name, value if name == "net_name" else int(value))
+    return options
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -269,6 +282,9 @@ def parse_args(argv=None):
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket_cap_mb (its default: 25)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu (with gloo) only to test this script on a machine without a GPU")
+    p.add_argument("--nccl-config", default="",
+                   help="the NCCL communicator's config through ProcessGroupNCCL.Options, as Megatron sets it: "
+                        "comma-separated name=value of its fields (max_ctas=16,cga_cluster_size=2,net_name=Socket)")
     p.add_argument("--out", default="", help="rank 0 writes the JSON results here")
     args = p.parse_args(argv)
     preset = dict(PRESETS[args.scale]["common"], **PRESETS[args.scale][args.model])
@@ -374,7 +390,8 @@ def main(argv=None):
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(backend="nccl" if cuda else "gloo")
+    dist.init_process_group(backend="nccl" if cuda else "gloo",
+                            pg_options=nccl_options(args.nccl_config) if cuda else None)
 
     model, net, opt, params = build(args, device, dtype, world_size, local_rank)
     teacher = make_teacher(args)
