@@ -5,12 +5,9 @@
 
 namespace braid::shim {
 
-std::shared_ptr<const multipath::NcclConfigCopy> config_to_record(const ncclConfig_t* given, ncclComm_t parent,
-                                                                  const CommTable& table) {
+std::shared_ptr<const multipath::NcclConfigCopy> config_to_record(const ncclConfig_t* given, const CommState* parent) {
   if (given != nullptr) return multipath::NcclConfigCopy::of(given);
-  if (parent == nullptr) return nullptr;
-  const auto known = table.find(parent);
-  return known ? known->config : nullptr;
+  return parent != nullptr ? parent->config : nullptr;
 }
 
 bool made_blocking(const ncclConfig_t* given, const CommState* parent, const char* env_blocking) {

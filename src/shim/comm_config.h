@@ -12,10 +12,10 @@
 namespace braid::shim {
 
 // `given` where the call passed one (copied: the application may free it and its strings); else,
-// for a split or shrink of `parent`, the parent's record (NCCL copies the parent's config); else
-// null (NCCL's defaults: ncclCommInitRank, ncclCommInitAll, or a null config).
-std::shared_ptr<const multipath::NcclConfigCopy> config_to_record(const ncclConfig_t* given, ncclComm_t parent,
-                                                                  const CommTable& table);
+// for a split or shrink, the parent's record (`parent`: its state, if braid knows it; NCCL copies
+// the parent's config); else null (NCCL's defaults: ncclCommInitRank, ncclCommInitAll, or a null
+// config).
+std::shared_ptr<const multipath::NcclConfigCopy> config_to_record(const ncclConfig_t* given, const CommState* parent);
 
 // Whether NCCL makes the communicator blocking, as its envConfigOverride (src/init.cc, 2.28) decides:
 // NCCL_COMM_BLOCKING (`env_blocking`, null when unset; read after NCCL's call, which has put its

@@ -10,9 +10,9 @@
 #include <cuda_runtime.h>
 #include <cxxabi.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <cstdlib>
 #include <optional>
 #include <span>
 #include <vector>
@@ -203,9 +203,9 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, MadeWi
   state.nranks = nranks;
   const std::optional<braid::shim::CommState> parent =
       made_with.parent != nullptr ? braid::shim::comm_table().find(made_with.parent) : std::nullopt;
-  state.blocking =
-      braid::shim::made_blocking(made_with.config, parent ? &*parent : nullptr, std::getenv("NCCL_COMM_BLOCKING"));
-  state.config = braid::shim::config_to_record(made_with.config, made_with.parent, braid::shim::comm_table());
+  const braid::shim::CommState* known_parent = parent ? &*parent : nullptr;
+  state.blocking = braid::shim::made_blocking(made_with.config, known_parent, std::getenv("NCCL_COMM_BLOCKING"));
+  state.config = braid::shim::config_to_record(made_with.config, known_parent);
   state.cuda_device = device;
   if (braid::shim::this_thread_group().in_group()) {
     made_in_this_group().push_back(comm);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace braid::shim {
@@ -30,10 +31,9 @@ CommState with_config(std::shared_ptr<const multipath::NcclConfigCopy> config) {
 }
 
 TEST(ShimCommConfig, AGivenConfigIsRecordedAsGiven) {
-  CommTable table;
   auto net_name = std::make_unique<std::string>("IB");
   const ncclConfig_t given = configured(4, 8, net_name->c_str());
-  const auto recorded = config_to_record(&given, nullptr, table);
+  const auto recorded = config_to_record(&given, nullptr);
   net_name.reset();  // the application's string, freed once NCCL returned
   ASSERT_NE(recorded, nullptr);
   EXPECT_EQ(recorded->config().cgaClusterSize, 4);
@@ -42,15 +42,16 @@ TEST(ShimCommConfig, AGivenConfigIsRecordedAsGiven) {
 }
 
 TEST(ShimCommConfig, NoConfigAtInitRecordsNothing) {
-  CommTable table;
-  EXPECT_EQ(config_to_record(nullptr, nullptr, table), nullptr);
+  EXPECT_EQ(config_to_record(nullptr, nullptr), nullptr);
 }
 
 TEST(ShimCommConfig, ASplitWithoutConfigInheritsTheParentsRecord) {
   CommTable table;
   const ncclConfig_t parent_config = configured(2, 16, "Socket");
-  table.insert(fake_comm(1), with_config(config_to_record(&parent_config, nullptr, table)));
-  const auto child = config_to_record(nullptr, fake_comm(1), table);
+  table.insert(fake_comm(1), with_config(config_to_record(&parent_config, nullptr)));
+  const std::optional<CommState> parent = table.find(fake_comm(1));
+  ASSERT_TRUE(parent.has_value());
+  const auto child = config_to_record(nullptr, &*parent);
   ASSERT_NE(child, nullptr);
   EXPECT_EQ(child, table.find(fake_comm(1))->config);
   // The parent destroyed: the child's record stands on its own.
@@ -61,11 +62,10 @@ TEST(ShimCommConfig, ASplitWithoutConfigInheritsTheParentsRecord) {
 }
 
 TEST(ShimCommConfig, ASplitWithAConfigTakesItOverTheParents) {
-  CommTable table;
   const ncclConfig_t parent_config = configured(2, 16, "Socket");
-  table.insert(fake_comm(1), with_config(config_to_record(&parent_config, nullptr, table)));
+  const CommState parent = with_config(config_to_record(&parent_config, nullptr));
   const ncclConfig_t given = configured(NCCL_CONFIG_UNDEF_INT, 4, nullptr);
-  const auto child = config_to_record(&given, fake_comm(1), table);
+  const auto child = config_to_record(&given, &parent);
   ASSERT_NE(child, nullptr);
   // NCCL fills what the split's config leaves unset with its defaults, not with the parent's.
   EXPECT_EQ(child->config().cgaClusterSize, NCCL_CONFIG_UNDEF_INT);
@@ -74,10 +74,9 @@ TEST(ShimCommConfig, ASplitWithAConfigTakesItOverTheParents) {
 }
 
 TEST(ShimCommConfig, ASplitOfACommunicatorWithoutRecordInheritsNothing) {
-  CommTable table;
-  table.insert(fake_comm(2), CommState{0, 2, 0, true, nullptr});  // ncclCommInitRank's
-  EXPECT_EQ(config_to_record(nullptr, fake_comm(2), table), nullptr);
-  EXPECT_EQ(config_to_record(nullptr, fake_comm(3), table), nullptr);  // not braid's to know
+  const CommState init_ranks{0, 2, 0, true, nullptr};  // ncclCommInitRank's
+  EXPECT_EQ(config_to_record(nullptr, &init_ranks), nullptr);
+  EXPECT_EQ(config_to_record(nullptr, nullptr), nullptr);  // not braid's to know
 }
 
 TEST(ShimCommConfig, BlockingIsNcclsDefaultUnlessTheConfigSaysOtherwise) {
