@@ -160,14 +160,15 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
       o->ledger_->keep_to_dedicated_path();
       // This rank knows its own reason; of another rank's only that it had one.
       const bool here = !progress_thread_may_queue(process);
-      const char* why = "CUDA_DEVICE_MAX_CONNECTIONS is below 8 or CUDA loads modules lazily";
+      const std::string few_queues = "CUDA_DEVICE_MAX_CONNECTIONS is below " + std::to_string(kDefaultCudaConnections);
+      std::string why = few_queues + " or CUDA loads modules lazily";
       if (here && process.lazy_module_loading)
         why = "CUDA loads modules lazily (a kernel's first launch would wait for the share's copies behind CUDA's "
               "lock; CUDA_MODULE_LOADING=EAGER, which the drop-in sets where it is unset, lifts it)";
       else if (here)
-        why = "CUDA_DEVICE_MAX_CONNECTIONS is below 8 (the share's copies would queue behind the callers' waits)";
+        why = few_queues + " (the share's copies would queue behind the callers' waits)";
       BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: on %s %s",
-                 here ? "this rank" : "another rank", why);
+                 here ? "this rank" : "another rank", why.c_str());
     }
   }
   if (!settings().tuning_cache.empty()) {
