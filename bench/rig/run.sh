@@ -21,7 +21,7 @@
 #                  median of 30 calls) the same way; RIG_HOSTTIME_TOOLS picks them ("nccl-tests probe"),
 #                  RIG_HOSTTIME_COLLS the collectives ("all_reduce"; also all_gather), and
 #                  RIG_HOSTTIME_PER_GPU=1 puts each rank on a GPU of its own (a machine with N GPUs)
-#   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8 (all_reduce, all_gather,
+#   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8, -a 3 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 256 B to
 #                  256 MB (RIG_MODES_SIZES)
 #   net N          NCCL's inter-node path through braid's net plugin (libnccl-net-braid.so,
@@ -233,7 +233,7 @@ suite_modes() {
   # 256 B to 256 MB in six sizes (RIG_MODES_SIZES: nccl-tests' own -b/-e/-f flags).
   local n=$1 c m sizes=${RIG_MODES_SIZES:--b 256 -e 256M -f 16}
   launch braid "$n"
-  for m in "-G 1" "-u 1" "-R 1" "-y 1" "-z 1" "-m 8"; do
+  for m in "-G 1" "-u 1" "-R 1" "-y 1" "-z 1" "-m 8" "-a 3"; do
     for c in all_reduce all_gather reduce_scatter; do
       # shellcheck disable=SC2086  # a flag and its value, split on purpose
       run "$OUT/modes/braid_n${n}_${c}_${m// /}.log" 90 "${L[@]}" "$nt/${c}_perf" $sizes -n 2 -w 1 -c 1 -T 40 $m
