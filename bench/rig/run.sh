@@ -15,6 +15,9 @@
 #                  d2h, h2d, copy, reduce; two of them mid-run) on the last rank, under
 #                  dying_rank --victim none with BRAID_TIMEOUT=5: every rank returns, the same way
 #   fuzz           $FUZZ_BIN (with $FUZZ_ARGS) on 2 ranks, plain and through braid; skipped if unset
+#   mixed N        gpubundle/shim_mixed_buffers_gpu: pinned host buffers on rank 0 (RIG_MIXED_HOST_RANKS),
+#                  device buffers on the others, every collective braid splits checked exactly,
+#                  plain and through braid (RIG_MIXED_HOW: "plain braid")
 #   hosttime N     all_reduce_perf -C 1 (host time per call: a loop of 30 calls' mean), 4K to 256M,
 #                  plain and through braid alternating, RIG_HOSTTIME_ROUNDS rounds (3); medians over
 #                  rounds compared; then gpubundle/host_time_probe (each call timed alone: per size the
@@ -313,6 +316,21 @@ suite_fuzz() {
   done
 }
 
+# Ranks passing buffers of different kinds to one collective (tests/shim/mixed_buffers_gpu.cpp):
+# the ranks of RIG_MIXED_HOST_RANKS (default 0) pinned host memory, the others device memory,
+# every collective braid splits, each result checked exactly; plain and through braid (with the
+# SHIM INFO line that says a rank stages its buffers).
+suite_mixed() {
+  local n=$1 how id_file bin=$root/gpubundle/shim_mixed_buffers_gpu
+  for how in ${RIG_MIXED_HOW:-plain braid}; do
+    launch "$how" "$n" BRAID_MIXED_HOST_RANKS "${RIG_MIXED_HOST_RANKS:-0}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS SHIM
+    # Its ranks meet through a file (its own bootstrap, no MPI): a fresh one per run.
+    id_file=/tmp/braid-mixed-id.$how.$n.$$
+    rm -f "$id_file"
+    run "$OUT/mixed/${how}_n${n}.log" "${RIG_MIXED_LIMIT:-150}" env BRAID_MIXED_ID_FILE="$id_file" "${L[@]}" "$bin"
+  done
+}
+
 # Host time per call: nccl-tests -C 1 (the enqueue loop of -n calls divided by -n, before waiting
 # for them) and host_time_probe (each call timed alone, the median per size).
 suite_hosttime() {
@@ -590,6 +608,7 @@ while ((i < ${#args[@]})); do
     copy) suite_copy "$n" ;;
     graph) suite_graph "$n" ;;
     nvlink) suite_nvlink "$n" ;;
+    mixed) suite_mixed "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done

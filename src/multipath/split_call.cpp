@@ -24,4 +24,17 @@ bool message_bytes_fit(const SplitCall& call, int nranks) {
          !__builtin_mul_overflow(bytes, blocks(call, nranks), &bytes);
 }
 
+BufferBytes buffer_bytes(const SplitCall& call, int nranks, int rank) {
+  const size_t block = call.count * datatype_size(static_cast<DataType>(call.type));
+  const size_t whole = message_bytes(call, nranks);
+  const bool at_root = rank == call.root;
+  switch (call.collective) {
+    case Collective::AllGather: return {block, whole};
+    case Collective::ReduceScatter: return {whole, block};
+    case Collective::Broadcast: return {at_root ? block : 0, block};
+    case Collective::Reduce: return {block, at_root ? block : 0};
+    default: return {whole, whole};
+  }
+}
+
 }  // namespace braid::multipath

@@ -33,4 +33,13 @@ size_t message_bytes(const SplitCall& call, int nranks);
 // count goes to NCCL alone. The call's type must be valid.
 bool message_bytes_fit(const SplitCall& call, int nranks);
 
+// The bytes of each buffer a collective reads or writes at `rank` (0 for one it leaves alone: a
+// broadcast's send buffer off its root, a reduce's receive buffer off its root). message_bytes_fit
+// must hold.
+struct BufferBytes {
+  size_t send = 0;
+  size_t recv = 0;
+};
+BufferBytes buffer_bytes(const SplitCall& call, int nranks, int rank);
+
 }  // namespace braid::multipath

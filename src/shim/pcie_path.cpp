@@ -21,6 +21,7 @@
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
 #include "shim/real_nccl.h"
+#include "shim/staged_call.h"
 
 namespace braid::shim {
 
@@ -116,21 +117,30 @@ bool usable_buffer(const void* buffer, int device) {
          (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
 }
 
+// What braid's path can do with a call's buffers at this rank.
+enum class BufferFit { Usable, Staged, Unusable };
+
 // NCCL checks a broadcast's send buffer at its root only and a reduce's receive buffer at its
-// root only; braid's path checks every buffer it is given that is not null.
-bool buffers_usable(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+// root only; braid's path checks every buffer it is given that is not null. Buffers braid's path
+// cannot take but CUDA can copy (staged_call.h) are staged.
+BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
   const bool at_root = state.rank == call.root;
   const bool send_used = call.collective != Collective::Broadcast || at_root;
   const bool recv_used = call.collective != Collective::Reduce || at_root;
-  const auto usable = [&](const void* buffer, bool used) {
-    if (buffer == nullptr) return !used;
+  const auto fit = [&](const void* buffer, bool used) {
+    if (buffer == nullptr) return used ? BufferFit::Unusable : BufferFit::Usable;
     const void*& known = path.usable_buffers[(reinterpret_cast<uintptr_t>(buffer) >> 8) % path.usable_buffers.size()];
-    if (known == buffer) return true;
-    if (!usable_buffer(buffer, state.cuda_device)) return false;
-    known = buffer;
-    return true;
+    if (known == buffer) return BufferFit::Usable;
+    if (usable_buffer(buffer, state.cuda_device)) {
+      known = buffer;
+      return BufferFit::Usable;
+    }
+    return stageable_buffer(buffer) ? BufferFit::Staged : BufferFit::Unusable;
   };
-  return usable(call.send, send_used) && usable(call.recv, recv_used);
+  const BufferFit send = fit(call.send, send_used);
+  const BufferFit recv = fit(call.recv, recv_used);
+  if (send == BufferFit::Unusable || recv == BufferFit::Unusable) return BufferFit::Unusable;
+  return send == BufferFit::Staged || recv == BufferFit::Staged ? BufferFit::Staged : BufferFit::Usable;
 }
 
 // taskAppend refuses FP8 reductions below sm90 (NCCL asks the communicator's oldest GPU; braid
@@ -153,16 +163,35 @@ bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& 
 // path needs of the buffers, asked (with `path` locked) before braid splits a call or holds it to
 // split it later, and before the exchange that makes the path. A call failing it goes to NCCL
 // alone, which refuses it (NCCL_CHECK_POINTERS=1, FP8 below sm90, an asynchronous error of the
-// communicator) or runs it, exactly as without braid.
-bool gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+// communicator) or runs it, exactly as without braid; Staged: its buffers must be staged.
+BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, PciePath& path) {
   const RealNccl& real = real_nccl();
   ncclResult_t async = ncclSuccess;
   // ncclInProgress is no error (NCCL may still be connecting); a rank that read it as one would
   // decline alone.
   if (real.ncclCommGetAsyncError == nullptr || real.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
       (async != ncclSuccess && async != ncclInProgress))
-    return false;
-  return fp8_reduction_supported(call, state, path) && buffers_usable(call, state, path);
+    return BufferFit::Unusable;
+  if (!fp8_reduction_supported(call, state, path)) return BufferFit::Unusable;
+  return buffers_fit(call, state, path);
+}
+
+// The split call on staged buffers (staged_call.h): a rank whose buffers braid's path cannot take
+// still splits as its peers do. Not under capture: there such calls go to NCCL as before.
+ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state, PciePath& path, cudaStream_t stream,
+                        multipath::CallerProfile::Clock::time_point entered) {
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    BRAID_INFO(Shim, "multipath: rank %d stages a split call's buffers that braid's path cannot take (not device "
+               "memory of GPU %d) through device memory (said once)", state.rank, state.cuda_device);
+  });
+  StagedCall staged;
+  if (StagedCall::stage(call, state.nranks, state.rank, path.staging, stream, &staged) != Result::Success)
+    return static_cast<ncclResult_t>(Result::UnhandledCudaError);
+  const auto ran = static_cast<ncclResult_t>(path.orchestrator->run(staged.call(), stream, entered));
+  const Result finished = staged.finish(stream, ran != ncclSuccess);
+  if (ran != ncclSuccess) return ran;
+  return static_cast<ncclResult_t>(finished);
 }
 
 // With a split trace: a call inside a group that braid would split outside one goes in it as
@@ -211,7 +240,8 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   // allocates, which a capture forbids: a captured call first goes to NCCL.
   const bool capturing = captured(stream);
   if (capturing && first) return false;
-  const bool allowed = gpu_allows_split(comm, call, *state, path);
+  const BufferFit fit = gpu_allows_split(comm, call, *state, path);
+  const bool allowed = fit != BufferFit::Unusable;
   if (first) {
     // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
     // enters it at this call or none does. This rank's own answer must not keep it out alone, or
@@ -225,11 +255,13 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     }
     make_orchestrator(comm, *state, path);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
-  } else if (!allowed) {
+  } else if (fit == BufferFit::Unusable || (fit == BufferFit::Staged && capturing)) {
     path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
     return false;
   }
-  if (capturing) {
+  if (fit == BufferFit::Staged) {
+    *result = run_staged(call, *state, path, stream, entered);
+  } else if (capturing) {
     // braid's NVLink path carries the whole call where it would carry its NVLink share; braid's
     // PCIe share is driven from the host and a graph's replay cannot be: NCCL carries the rest.
     bool carried = false;
@@ -247,6 +279,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     std::lock_guard failure_lock(path.failure_mutex);
     path.failure_text = last_error();
     path.failure.store(*result);
+    path.staging.leave();
   }
   return true;
 }
@@ -313,6 +346,7 @@ void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why, c
 }
 
 void abort_pcie_path(PciePath& path) {
+  path.staging.leave();
   if (multipath::Orchestrator* o = path.live.load()) o->abort();
   if (peer::RoutedPath* routed = path.routed_live.load()) routed->abort();
 }

@@ -17,10 +17,14 @@
 #include "multipath/orchestrator.h"
 #include "peer/routed_path.h"
 #include "shim/arguments.h"
+#include "shim/staging_memory.h"
 
 namespace braid::shim {
 
 struct PciePath {
+  // A rank's buffers staged through device memory (staged_call.h). First, so that it goes last,
+  // after the orchestrator whose share may use it.
+  StagingMemory staging;
   std::mutex mutex;  // held by the thread issuing a collective on the communicator
   bool attempted = false;
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "fuzz_apis.h"
+#include "unique_id_file.h"
 
 namespace {
 
@@ -95,34 +96,9 @@ void on_alarm(int) {
 
 ncclUniqueId exchange_id() {
   ncclUniqueId id{};
-  if (g_size == 1) {
-    NCCL_OK(ncclGetUniqueId(&id));
-    return id;
-  }
-  const char* path = std::getenv("BRAID_FUZZ_ID_FILE");
-  if (path == nullptr || *path == '\0') die("set BRAID_FUZZ_ID_FILE to a fresh path all ranks can read");
-  if (g_rank == 0) {
-    NCCL_OK(ncclGetUniqueId(&id));
-    // Written whole under another name, then renamed: a reader never sees half an id.
-    const std::string tmp = std::string(path) + ".tmp." + std::to_string(getpid());
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0) die("cannot write %s", tmp.c_str());
-    if (std::rename(tmp.c_str(), path) != 0) die("cannot rename %s to %s", tmp.c_str(), path);
-    return id;
-  }
-  // A file older than this process by more than a minute is an earlier run's: waited out.
-  const time_t started = std::time(nullptr);
-  for (int tries = 0; tries < 1200; ++tries) {
-    struct stat info{};
-    if (stat(path, &info) == 0 && info.st_size == static_cast<off_t>(sizeof id) && info.st_mtime >= started - 60) {
-      FILE* f = std::fopen(path, "rb");
-      const bool read = f != nullptr && std::fread(&id, sizeof id, 1, f) == 1;
-      if (f != nullptr) std::fclose(f);
-      if (read) return id;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  die("no ncclUniqueId in %s after 120 s", path);
+  const std::string error = braid::shimtest::exchange_unique_id(g_rank, g_size, std::getenv("BRAID_FUZZ_ID_FILE"), &id);
+  if (!error.empty()) die("%s (BRAID_FUZZ_ID_FILE: a fresh path all ranks can read)", error.c_str());
+  return id;
 }
 
 // ---- the cases ----
