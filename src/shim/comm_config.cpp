@@ -1,7 +1,6 @@
 #include "shim/comm_config.h"
 
 #include <cstdlib>
-#include <cstring>
 
 namespace braid::shim {
 

@@ -104,25 +104,27 @@ std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::Split
   return state;
 }
 
-// A buffer NCCL's CudaPtrCheck accepts (src/misc/argcheck.cc, 2.28.9) and braid's path can use
-// (api/collectives.cpp): device memory of the communicator's GPU, or managed memory.
-bool usable_buffer(const void* buffer, int device) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, buffer) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (attributes.devicePointer == nullptr) return false;
-  return attributes.type == cudaMemoryTypeManaged ||
-         (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
-}
-
 // What braid's path can do with a call's buffers at this rank.
 enum class BufferFit { Usable, Staged, Unusable };
 
+// One buffer, one query of CUDA. Usable: what NCCL's CudaPtrCheck accepts (src/misc/argcheck.cc,
+// 2.28.9) and braid's path can use (api/collectives.cpp), device memory of the communicator's GPU
+// or managed memory. Staged: other memory mapped for devices (pinned host memory, another GPU's),
+// which NCCL runs on and braid copies (staged_call.h). Unusable: what CUDA does not map for devices.
+BufferFit buffer_fit(const void* buffer, int device) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, buffer) != cudaSuccess) {
+    cudaGetLastError();
+    return BufferFit::Unusable;
+  }
+  if (attributes.devicePointer == nullptr) return BufferFit::Unusable;
+  const bool usable = attributes.type == cudaMemoryTypeManaged ||
+                      (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
+  return usable ? BufferFit::Usable : BufferFit::Staged;
+}
+
 // NCCL checks a broadcast's send buffer at its root only and a reduce's receive buffer at its
-// root only; braid's path checks every buffer it is given that is not null. Buffers braid's path
-// cannot take but CUDA can copy (staged_call.h) are staged.
+// root only; braid's path checks every buffer it is given that is not null.
 BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
   const bool at_root = state.rank == call.root;
   const bool send_used = call.collective != Collective::Broadcast || at_root;
@@ -131,11 +133,9 @@ BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, 
     if (buffer == nullptr) return used ? BufferFit::Unusable : BufferFit::Usable;
     const void*& known = path.usable_buffers[(reinterpret_cast<uintptr_t>(buffer) >> 8) % path.usable_buffers.size()];
     if (known == buffer) return BufferFit::Usable;
-    if (usable_buffer(buffer, state.cuda_device)) {
-      known = buffer;
-      return BufferFit::Usable;
-    }
-    return stageable_buffer(buffer) ? BufferFit::Staged : BufferFit::Unusable;
+    const BufferFit found = buffer_fit(buffer, state.cuda_device);
+    if (found == BufferFit::Usable) known = buffer;
+    return found;
   };
   const BufferFit send = fit(call.send, send_used);
   const BufferFit recv = fit(call.recv, recv_used);

@@ -4,27 +4,12 @@ namespace braid::shim {
 
 namespace {
 
-Result cuda_failure(cudaError_t e, const char* what) {
-  cudaGetLastError();
-  return fail(Result::UnhandledCudaError, "braid: %s while staging a split call's buffers: %s", what,
-              cudaGetErrorString(e));
-}
-
 // 256-byte alignment for the send region, as cudaMalloc gives.
 constexpr size_t kAlign = 256;
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
-
-bool stageable_buffer(const void* buffer) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, buffer) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return attributes.devicePointer != nullptr;
-}
 
 Result StagedCall::stage(const multipath::SplitCall& original, int nranks, int rank, StagingMemory& memory,
                          cudaStream_t stream, StagedCall* out) {
@@ -47,7 +32,7 @@ Result StagedCall::stage(const multipath::SplitCall& original, int nranks, int r
         e != cudaSuccess) {
       memory.leave();
       out->memory_ = nullptr;
-      return cuda_failure(e, "cudaMemcpyAsync (the send buffer in)");
+      return staging_failure(e, "cudaMemcpyAsync (the send buffer in)");
     }
   }
   return Result::Success;
@@ -65,7 +50,7 @@ Result StagedCall::finish(cudaStream_t stream, bool split_failed) {
   if (recv > 0) {
     if (cudaError_t e = cudaMemcpyAsync(original_.recv, staged_.recv, recv, cudaMemcpyDefault, stream); e != cudaSuccess) {
       memory->leave();
-      return cuda_failure(e, "cudaMemcpyAsync (the result out)");
+      return staging_failure(e, "cudaMemcpyAsync (the result out)");
     }
   }
   const Result released = memory->release(stream);

@@ -15,11 +15,6 @@
 
 namespace braid::shim {
 
-// Whether CUDA can copy to and from `buffer` on a stream of the communicator's GPU: memory it
-// maps for devices (device memory of any GPU, managed memory, pinned host memory). Pageable host
-// memory is not staged: NCCL's kernels could not use it either.
-bool stageable_buffer(const void* buffer);
-
 class StagedCall {
  public:
   // Takes `memory` (current device: the communicator's) and queues the copy of the buffers the

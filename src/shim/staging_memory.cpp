@@ -5,14 +5,11 @@
 
 namespace braid::shim {
 
-namespace {
-
-Result cuda_failure(cudaError_t e, const char* what) {
+Result staging_failure(cudaError_t e, const char* what) {
   cudaGetLastError();
-  return fail(Result::UnhandledCudaError, "braid: %s for a split call's staged buffers: %s", what, cudaGetErrorString(e));
+  return fail(Result::UnhandledCudaError, "braid: %s while staging a split call's buffers: %s", what,
+              cudaGetErrorString(e));
 }
-
-}  // namespace
 
 StagingMemory::~StagingMemory() {
   if (memory_ == nullptr && retired_.empty()) return;
@@ -36,21 +33,21 @@ StagingMemory::~StagingMemory() {
 
 Result StagingMemory::acquire(size_t bytes, cudaStream_t stream, void** memory) {
   if (device_ < 0) {
-    if (cudaError_t e = cudaGetDevice(&device_); e != cudaSuccess) return cuda_failure(e, "cudaGetDevice");
+    if (cudaError_t e = cudaGetDevice(&device_); e != cudaSuccess) return staging_failure(e, "cudaGetDevice");
   }
   if (bytes > bytes_) {
     // A large cudaMalloc may wait for the device: not while a progress thread has GPU work to queue
     // (common/lane_gate.h).
     quiet_lanes("multipath: growing the staging memory", kQuietLanesSeconds);
     void* larger = nullptr;
-    if (cudaError_t e = cudaMalloc(&larger, bytes); e != cudaSuccess) return cuda_failure(e, "cudaMalloc");
+    if (cudaError_t e = cudaMalloc(&larger, bytes); e != cudaSuccess) return staging_failure(e, "cudaMalloc");
     if (memory_ != nullptr) retired_.push_back(memory_);
     memory_ = larger;
     bytes_ = bytes;
     used_ = false;
   } else if (used_) {
     if (cudaError_t e = cudaStreamWaitEvent(stream, last_use_, 0); e != cudaSuccess)
-      return cuda_failure(e, "cudaStreamWaitEvent");
+      return staging_failure(e, "cudaStreamWaitEvent");
   }
   *memory = memory_;
   return Result::Success;
@@ -59,9 +56,9 @@ Result StagingMemory::acquire(size_t bytes, cudaStream_t stream, void** memory) 
 Result StagingMemory::release(cudaStream_t stream) {
   if (last_use_ == nullptr) {
     if (cudaError_t e = cudaEventCreateWithFlags(&last_use_, cudaEventDisableTiming); e != cudaSuccess)
-      return cuda_failure(e, "cudaEventCreate");
+      return staging_failure(e, "cudaEventCreate");
   }
-  if (cudaError_t e = cudaEventRecord(last_use_, stream); e != cudaSuccess) return cuda_failure(e, "cudaEventRecord");
+  if (cudaError_t e = cudaEventRecord(last_use_, stream); e != cudaSuccess) return staging_failure(e, "cudaEventRecord");
   used_ = true;
   return Result::Success;
 }

@@ -16,6 +16,9 @@
 
 namespace braid::shim {
 
+// A failed CUDA call of staging (`what` names it): the error cleared, the failure recorded.
+Result staging_failure(cudaError_t e, const char* what);
+
 class StagingMemory {
  public:
   StagingMemory() = default;
