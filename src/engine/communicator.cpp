@@ -258,6 +258,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
 
 Communicator::~Communicator() {
   if (backend_ != nullptr) {
+    backend_->set_abort_flag(nullptr);  // the flag lives in the control segment, unmapped below
     for (auto& seg : staging_) backend_->unregister_host(seg.data());
     if (control_.data() != nullptr) backend_->unregister_host(control_.data());
   }

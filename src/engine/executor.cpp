@@ -295,6 +295,16 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
       break;
     }
   }
+  // A device reduction's trailing raise of `consumed` is the last op this run queues that the
+  // counters above do not cover: wait for it too, or it may store into the control segment after
+  // the communicator has unmapped it (seen once as a SIGSEGV at teardown with ranks as threads).
+  if (result == Result::Success && staging_index_ > 0 &&
+      wait_until(ctx, [&] { return config_.consumed->load(std::memory_order_acquire) >= staging_index_; }) !=
+          WaitOutcome::Done) {
+    failure->outcome = WaitOutcome::TimedOut;
+    failure->culprit = rank;
+    result = Result::RemoteError;
+  }
   if (result == Result::Success) {
     bool any = false;
     for (const auto& f : schedule.final_outputs[rank]) {

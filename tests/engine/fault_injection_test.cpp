@@ -13,13 +13,7 @@
 #include "common/settings.h"
 #include "harness.h"
 
-// settings_reload() leaks the previous Settings on purpose (see faults_test.cpp); the same
-// suppressions for the sanitizer builds: LeakSanitizer, and ThreadSanitizer's view of ranks as
-// processes handing off host slots through a peer's counter.
-extern "C" const char* __lsan_default_suppressions() { return "leak:braid::settings_reload\n"; }
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:braid::device::CpuBackend::execute\nrace:run_host_slice\nrace:braid::reduce::\n";
-}
+#include "support/sanitizer_suppressions.h"
 
 namespace braid {
 namespace {

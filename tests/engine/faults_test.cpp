@@ -17,18 +17,7 @@
 #include "common/settings.h"
 #include "harness.h"
 
-// settings_reload() leaks the previous Settings on purpose (references handed out stay valid);
-// tell LeakSanitizer so the ASan build of these tests, which change BRAID_TIMEOUT, stays clean.
-extern "C" const char* __lsan_default_suppressions() { return "leak:braid::settings_reload\n"; }
-
-// Several tests here run ranks as processes. ThreadSanitizer cannot see the ordering a peer
-// process provides (release/acquire through shared memory), so it reports host-slot hand-offs
-// ordered through a peer's counter as races. Those accesses are the data movement of the CPU
-// backend and the host workers; the thread-rank sweeps of collectives_test check the same code
-// without any suppression.
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:braid::device::CpuBackend::execute\nrace:run_host_slice\nrace:braid::reduce::\n";
-}
+#include "support/sanitizer_suppressions.h"  // these tests change BRAID_TIMEOUT and fork ranks
 
 namespace braid {
 namespace {

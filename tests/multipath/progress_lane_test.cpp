@@ -25,19 +25,12 @@
 #include "common/lane_gate.h"
 #include "../engine/harness.h"
 #include "../support/log_capture.h"
+#include "../support/sanitizer_suppressions.h"
 #include "balance/balancer.h"
 #include "common/settings.h"
 #include "device/cpu_backend.h"
 #include "engine/communicator.h"
 #include "multipath/progress_lane.h"
-
-// settings_reload() leaks the previous Settings on purpose (tests/engine/faults_test.cpp); the
-// same sanitizer suppressions as the engine's fault tests (ranks as processes hand off host slots
-// through a peer's counter, which ThreadSanitizer cannot see).
-extern "C" const char* __lsan_default_suppressions() { return "leak:braid::settings_reload\n"; }
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:braid::device::CpuBackend::execute\nrace:run_host_slice\nrace:braid::reduce::\n";
-}
 
 namespace braid::multipath {
 namespace {
