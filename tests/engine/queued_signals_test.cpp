@@ -4,6 +4,7 @@
 // raise of `consumed`, which nothing waited for). Here a slow compute queue makes the window wide.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -106,25 +107,31 @@ TEST(EngineQueuedSignals, EverySignalHasFiredWhenACollectiveReturns) {
         errors[r] = std::string("create: ") + last_error();
         return;
       }
-      std::vector<float> send(kCount, 1.0f + static_cast<float>(r)), recv(kCount * kRanks, 0.0f);
-      const char* names[] = {"all_reduce", "reduce", "reduce (a range)"};
-      for (int call = 0; call < 3; ++call) {
-        Result res = Result::Success;
-        if (call == 0)
-          res = comm->all_reduce(send.data(), recv.data(), kCount, DataType::Float32, RedOp::Sum);
-        else if (call == 1)
-          res = comm->reduce(send.data(), recv.data(), kCount, DataType::Float32, RedOp::Sum, 0);
-        else
-          res = comm->collective_range(Collective::Reduce, send.data(), recv.data(), kCount,
-                                       DataType::Float32, RedOp::Sum, 1, nullptr,
-                                       engine::BlockRange{3, kCount - 7});
-        if (res != Result::Success) {
-          errors[r] = std::string(names[call]) + ": " + last_error();
+      std::vector<float> send(kCount * kRanks, 1.0f + static_cast<float>(r)), recv(kCount * kRanks, 0.0f);
+      float* in = send.data();
+      float* out = recv.data();
+      const auto f32 = DataType::Float32;
+      const auto sum = RedOp::Sum;
+      const std::vector<std::pair<const char*, std::function<Result()>>> calls = {
+          {"all_reduce", [&] { return comm->all_reduce(in, out, kCount, f32, sum); }},
+          {"reduce", [&] { return comm->reduce(in, out, kCount, f32, sum, 0); }},
+          {"reduce (a range)",
+           [&] {
+             return comm->collective_range(Collective::Reduce, in, out, kCount, f32, sum, 1, nullptr,
+                                           engine::BlockRange{3, kCount - 7});
+           }},
+          {"reduce_scatter", [&] { return comm->reduce_scatter(in, out, kCount, f32, sum); }},
+          {"all_gather", [&] { return comm->all_gather(in, out, kCount, f32); }},
+          {"broadcast", [&] { return comm->broadcast(in, out, kCount, f32, 2); }},
+      };
+      for (const auto& [name, call] : calls) {
+        if (call() != Result::Success) {
+          errors[r] = std::string(name) + ": " + last_error();
           return;
         }
         const auto left = backend.unfired();
         if (!left.empty()) {
-          errors[r] = std::string(names[call]) + " returned with " + std::to_string(left.size()) +
+          errors[r] = std::string(name) + " returned with " + std::to_string(left.size()) +
                       " queued signal(s) not yet fired";
           return;
         }
