@@ -18,27 +18,38 @@ namespace {
 // Host registrations are process-wide, but ranks that are threads of one process share the
 // engine's segments (mapped once per process): count registrations so the second rank reuses the
 // first's and the memory stays registered until the last rank lets go.
-std::mutex g_registry_mutex;
-std::map<void*, int> g_registry;
+struct HostRegistry {
+  std::mutex mutex;
+  std::map<void*, int> count;
+};
+
+// Never destroyed: a teardown that outlived BRAID_ABORT_TIMEOUT goes on in a detached thread and
+// may unregister after exit() has begun running static destructors.
+HostRegistry& host_registry() {
+  static auto* registry = new HostRegistry;
+  return *registry;
+}
 
 cudaError_t register_shared(void* ptr, size_t bytes) {
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  auto it = g_registry.find(ptr);
-  if (it != g_registry.end()) {
+  HostRegistry& r = host_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.count.find(ptr);
+  if (it != r.count.end()) {
     ++it->second;
     return cudaSuccess;
   }
   const cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
-  if (e == cudaSuccess) g_registry[ptr] = 1;
+  if (e == cudaSuccess) r.count[ptr] = 1;
   return e;
 }
 
 cudaError_t unregister_shared(void* ptr) {
-  std::lock_guard<std::mutex> lock(g_registry_mutex);
-  auto it = g_registry.find(ptr);
-  if (it == g_registry.end()) return cudaSuccess;
+  HostRegistry& r = host_registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.count.find(ptr);
+  if (it == r.count.end()) return cudaSuccess;
   if (--it->second > 0) return cudaSuccess;
-  g_registry.erase(it);
+  r.count.erase(it);
   return cudaHostUnregister(ptr);
 }
 

@@ -188,8 +188,8 @@ class LaneRank {
   }
 
   engine::Communicator& comm_;
-  device::CpuBackend streams_;
   std::atomic<uint64_t> words_[2] = {};  // the completion word, and how far the caller's stream got
+  device::CpuBackend streams_;           // after words_: its queue threads stop before they go
   std::unique_ptr<SplitLedger> ledger_;
   std::unique_ptr<CpuLaneSteps> steps_;
   std::unique_ptr<ProgressLane> lane_;
