@@ -295,16 +295,18 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
       break;
     }
   }
+  // A counter only this rank's own compute queue raises: a wait that fails is this rank's failure.
+  const auto wait_own = [&](const std::atomic<uint64_t>* counter, uint64_t target) {
+    if (wait_until(ctx, [&] { return counter->load(std::memory_order_acquire) >= target; }) == WaitOutcome::Done)
+      return Result::Success;
+    failure->outcome = WaitOutcome::TimedOut;
+    failure->culprit = rank;
+    return Result::RemoteError;
+  };
   // A device reduction's trailing raise of `consumed` is the last op this run queues that the
   // counters above do not cover: wait for it too, or it may store into the control segment after
   // the communicator has unmapped it (seen once as a SIGSEGV at teardown with ranks as threads).
-  if (result == Result::Success && staging_index_ > 0 &&
-      wait_until(ctx, [&] { return config_.consumed->load(std::memory_order_acquire) >= staging_index_; }) !=
-          WaitOutcome::Done) {
-    failure->outcome = WaitOutcome::TimedOut;
-    failure->culprit = rank;
-    result = Result::RemoteError;
-  }
+  if (result == Result::Success && staging_index_ > 0) result = wait_own(config_.consumed, staging_index_);
   if (result == Result::Success) {
     bool any = false;
     for (const auto& f : schedule.final_outputs[rank]) {
@@ -323,13 +325,7 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     if (result == Result::Success && any) {
       const uint64_t target = ++finish_index_;
       result = dev.raise(device::kQueueCompute, {config_.finish, target});
-      if (result == Result::Success &&
-          wait_until(ctx, [&] { return config_.finish->load(std::memory_order_acquire) >= target; }) !=
-              WaitOutcome::Done) {
-        failure->outcome = WaitOutcome::TimedOut;
-        failure->culprit = rank;
-        result = Result::RemoteError;
-      }
+      if (result == Result::Success) result = wait_own(config_.finish, target);
     }
   }
   if (result != Result::Success) {

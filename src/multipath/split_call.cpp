@@ -24,15 +24,20 @@ bool message_bytes_fit(const SplitCall& call, int nranks) {
          !__builtin_mul_overflow(bytes, blocks(call, nranks), &bytes);
 }
 
+BuffersUsed buffers_used(const SplitCall& call, int rank) {
+  const bool at_root = rank == call.root;
+  return {call.collective != Collective::Broadcast || at_root, call.collective != Collective::Reduce || at_root};
+}
+
 BufferBytes buffer_bytes(const SplitCall& call, int nranks, int rank) {
   const size_t block = call.count * datatype_size(static_cast<DataType>(call.type));
   const size_t whole = message_bytes(call, nranks);
-  const bool at_root = rank == call.root;
+  const BuffersUsed used = buffers_used(call, rank);
   switch (call.collective) {
     case Collective::AllGather: return {block, whole};
     case Collective::ReduceScatter: return {whole, block};
-    case Collective::Broadcast: return {at_root ? block : 0, block};
-    case Collective::Reduce: return {block, at_root ? block : 0};
+    case Collective::Broadcast:
+    case Collective::Reduce: return {used.send ? block : 0, used.recv ? block : 0};
     default: return {whole, whole};
   }
 }

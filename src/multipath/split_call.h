@@ -33,9 +33,16 @@ size_t message_bytes(const SplitCall& call, int nranks);
 // count goes to NCCL alone. The call's type must be valid.
 bool message_bytes_fit(const SplitCall& call, int nranks);
 
-// The bytes of each buffer a collective reads or writes at `rank` (0 for one it leaves alone: a
-// broadcast's send buffer off its root, a reduce's receive buffer off its root). message_bytes_fit
-// must hold.
+// Which buffers a collective uses at `rank`: both, except a broadcast's send buffer and a reduce's
+// receive buffer off the root (NCCL checks those at the root only).
+struct BuffersUsed {
+  bool send = true;
+  bool recv = true;
+};
+BuffersUsed buffers_used(const SplitCall& call, int rank);
+
+// The bytes of each buffer a collective reads or writes at `rank` (0 for one it leaves alone, as
+// buffers_used says). message_bytes_fit must hold.
 struct BufferBytes {
   size_t send = 0;
   size_t recv = 0;

@@ -123,12 +123,10 @@ BufferFit buffer_fit(const void* buffer, int device) {
   return usable ? BufferFit::Usable : BufferFit::Staged;
 }
 
-// NCCL checks a broadcast's send buffer at its root only and a reduce's receive buffer at its
-// root only; braid's path checks every buffer it is given that is not null.
+// Only the buffers the call uses at this rank must fit (multipath::buffers_used); braid's path
+// checks every buffer it is given that is not null.
 BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
-  const bool at_root = state.rank == call.root;
-  const bool send_used = call.collective != Collective::Broadcast || at_root;
-  const bool recv_used = call.collective != Collective::Reduce || at_root;
+  const multipath::BuffersUsed uses = multipath::buffers_used(call, state.rank);
   const auto fit = [&](const void* buffer, bool used) {
     if (buffer == nullptr) return used ? BufferFit::Unusable : BufferFit::Usable;
     const void*& known = path.usable_buffers[(reinterpret_cast<uintptr_t>(buffer) >> 8) % path.usable_buffers.size()];
@@ -137,8 +135,8 @@ BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, 
     if (found == BufferFit::Usable) known = buffer;
     return found;
   };
-  const BufferFit send = fit(call.send, send_used);
-  const BufferFit recv = fit(call.recv, recv_used);
+  const BufferFit send = fit(call.send, uses.send);
+  const BufferFit recv = fit(call.recv, uses.recv);
   if (send == BufferFit::Unusable || recv == BufferFit::Unusable) return BufferFit::Unusable;
   return send == BufferFit::Staged || recv == BufferFit::Staged ? BufferFit::Staged : BufferFit::Usable;
 }

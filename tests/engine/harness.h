@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,9 @@ inline const char* mode_name(Mode m) { return m == Mode::Threads ? "threads" : "
 
 // A rank's body: runs collectives on `comm`, writes its output into `out` (out_bytes long).
 using Body = std::function<Result(engine::Communicator& comm, int rank, unsigned char* out)>;
+// The device a rank runs on, where a test brings its own (ranks as threads only); null: a
+// CpuBackend of the rank's own.
+using BackendOf = std::function<device::Backend*(int rank)>;
 
 struct RankOutcome {
   Result result = Result::Success;
@@ -58,10 +62,11 @@ class SharedArea {
 };
 
 inline Result run_rank(const engine::CommId& id, int rank, int nranks, const topo::Topology& topo,
-                       const SharedArea& area, const Body& body) {
-  device::CpuBackend backend;
+                       const SharedArea& area, const Body& body, const BackendOf& backend_of = nullptr) {
+  std::optional<device::CpuBackend> own;
+  device::Backend* backend = backend_of ? backend_of(rank) : &own.emplace();
   std::unique_ptr<engine::Communicator> comm;
-  Result r = engine::Communicator::create(id, rank, nranks, topo, &backend, &comm);
+  Result r = engine::Communicator::create(id, rank, nranks, topo, backend, &comm);
   if (r == Result::Success) r = body(*comm, rank, area.output(rank));
   area.record(rank, r);
   return r;
@@ -69,13 +74,15 @@ inline Result run_rank(const engine::CommId& id, int rank, int nranks, const top
 
 // Runs `body` on `nranks` ranks; returns one outcome per rank.
 inline std::vector<RankOutcome> run_ranks(Mode mode, int nranks, const topo::Topology& topo,
-                                          size_t out_bytes, const Body& body) {
+                                          size_t out_bytes, const Body& body,
+                                          const BackendOf& backend_of = nullptr) {
+  if (mode == Mode::Processes && backend_of) std::abort();  // a backend's queue threads do not fork
   SharedArea area(nranks, out_bytes);
   const engine::CommId id = engine::CommId::random();
   if (mode == Mode::Threads) {
     std::vector<std::thread> threads;
     for (int r = 0; r < nranks; ++r)
-      threads.emplace_back([&, r] { run_rank(id, r, nranks, topo, area, body); });
+      threads.emplace_back([&, r] { run_rank(id, r, nranks, topo, area, body, backend_of); });
     for (auto& t : threads) t.join();
   } else {
     std::vector<pid_t> pids;

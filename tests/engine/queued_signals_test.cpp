@@ -4,9 +4,9 @@
 // raise of `consumed`, which nothing waited for). Here a slow compute queue makes the window wide.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "common/settings.h"
 #include "device/cpu_backend.h"
@@ -95,53 +95,42 @@ TEST(EngineQueuedSignals, EverySignalHasFiredWhenACollectiveReturns) {
   settings_reload();
   constexpr int kRanks = 3;
   constexpr size_t kCount = 4099;
-  const auto topo = test::load_test_topology();
-  const engine::CommId id = engine::CommId::random();
-  std::vector<std::string> errors(kRanks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r)
-    threads.emplace_back([&, r] {
-      RecordingBackend backend;
-      std::unique_ptr<engine::Communicator> comm;
-      if (engine::Communicator::create(id, r, kRanks, topo, &backend, &comm) != Result::Success) {
-        errors[r] = std::string("create: ") + last_error();
-        return;
-      }
-      std::vector<float> send(kCount * kRanks, 1.0f + static_cast<float>(r)), recv(kCount * kRanks, 0.0f);
-      float* in = send.data();
-      float* out = recv.data();
-      const auto f32 = DataType::Float32;
-      const auto sum = RedOp::Sum;
-      const std::vector<std::pair<const char*, std::function<Result()>>> calls = {
-          {"all_reduce", [&] { return comm->all_reduce(in, out, kCount, f32, sum); }},
-          {"reduce", [&] { return comm->reduce(in, out, kCount, f32, sum, 0); }},
-          {"reduce (a range)",
-           [&] {
-             return comm->collective_range(Collective::Reduce, in, out, kCount, f32, sum, 1, nullptr,
-                                           engine::BlockRange{3, kCount - 7});
-           }},
-          {"reduce_scatter", [&] { return comm->reduce_scatter(in, out, kCount, f32, sum); }},
-          {"all_gather", [&] { return comm->all_gather(in, out, kCount, f32); }},
-          {"broadcast", [&] { return comm->broadcast(in, out, kCount, f32, 2); }},
-      };
-      for (const auto& [name, call] : calls) {
-        if (call() != Result::Success) {
-          errors[r] = std::string(name) + ": " + last_error();
-          return;
+  std::array<RecordingBackend, kRanks> backends;
+  auto outcomes = test::run_ranks(
+      test::Mode::Threads, kRanks, test::load_test_topology(), 0,
+      [&](engine::Communicator& comm, int r, unsigned char*) {
+        std::vector<float> send(kCount * kRanks, 1.0f + static_cast<float>(r)), recv(kCount * kRanks, 0.0f);
+        float* in = send.data();
+        float* out = recv.data();
+        const auto f32 = DataType::Float32;
+        const auto sum = RedOp::Sum;
+        const std::vector<std::pair<const char*, std::function<Result()>>> calls = {
+            {"all_reduce", [&] { return comm.all_reduce(in, out, kCount, f32, sum); }},
+            {"reduce", [&] { return comm.reduce(in, out, kCount, f32, sum, 0); }},
+            {"reduce (a range)",
+             [&] {
+               return comm.collective_range(Collective::Reduce, in, out, kCount, f32, sum, 1, nullptr,
+                                            engine::BlockRange{3, kCount - 7});
+             }},
+            {"reduce_scatter", [&] { return comm.reduce_scatter(in, out, kCount, f32, sum); }},
+            {"all_gather", [&] { return comm.all_gather(in, out, kCount, f32); }},
+            {"broadcast", [&] { return comm.broadcast(in, out, kCount, f32, 2); }},
+        };
+        for (const auto& [name, call] : calls) {
+          BRAID_TRY(call());
+          const auto left = backends[r].unfired();
+          if (!left.empty())
+            return fail(Result::InternalError, "%s returned with %zu queued signal(s) not yet fired", name,
+                        left.size());
         }
-        const auto left = backend.unfired();
-        if (!left.empty()) {
-          errors[r] = std::string(name) + " returned with " + std::to_string(left.size()) +
-                      " queued signal(s) not yet fired";
-          return;
-        }
-      }
-    });
-  for (auto& t : threads) t.join();
+        return Result::Success;
+      },
+      [&](int r) -> device::Backend* { return &backends[r]; });
   unsetenv("BRAID_REDUCE_PLACEMENT");
   unsetenv("BRAID_TIMEOUT");
   settings_reload();
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(outcomes[r].result, Result::Success) << "rank " << r << ": " << outcomes[r].error;
 }
 
 }  // namespace

@@ -49,6 +49,18 @@ TEST(SplitCallBytes, ReduceWritesTheReceiveBufferAtItsRootOnly) {
   EXPECT_EQ(buffer_bytes(c, 2, 1).send, 10u);
 }
 
+TEST(SplitCallBytes, OnlyBroadcastAndReduceLeaveABufferAloneOffTheRoot) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter}) {
+    const BuffersUsed used = buffers_used(call_of(c, 10, ncclFloat32, /*root=*/0), 1);
+    EXPECT_TRUE(used.send && used.recv) << collective_name(c);
+  }
+  EXPECT_FALSE(buffers_used(call_of(Collective::Broadcast, 10, ncclFloat32, 0), 1).send);
+  EXPECT_TRUE(buffers_used(call_of(Collective::Broadcast, 10, ncclFloat32, 0), 1).recv);
+  EXPECT_TRUE(buffers_used(call_of(Collective::Reduce, 10, ncclFloat32, 0), 1).send);
+  EXPECT_FALSE(buffers_used(call_of(Collective::Reduce, 10, ncclFloat32, 0), 1).recv);
+  EXPECT_TRUE(buffers_used(call_of(Collective::Reduce, 10, ncclFloat32, 0), 0).recv);
+}
+
 TEST(SplitCallBytes, AnEmptyCallUsesNothing) {
   const BufferBytes b = buffer_bytes(call_of(Collective::AllGather, 0, ncclFloat32), 8, 3);
   EXPECT_EQ(b.send, 0u);
