@@ -50,11 +50,11 @@ class Machine:
 def h200x2():
     m = Machine(
         "h200x2",
-        "Our device machine (nvidia-h200-x2): 2x H200 SXM, one NUMA node with 32 vCPUs. "
-        "NVLink NV18 = 18 links x 26.6 GB/s per direction between the GPUs; PCIe Gen5 x16 per GPU, "
-        "pinned D2H/H2D measured 55 GB/s each direction, 38 GB/s per GPU per direction when both "
-        "GPUs copy both ways; host memory 150 GB/s is the host-side cap measured (DESIGN.md, "
-        "'Facts measured'). host_memcpy_gbps 12 per core is an estimate, not a measurement. "
+        "A 2x H200 SXM server, the one braid's GPU figures were measured on: one NUMA node with 32 "
+        "vCPUs. NVLink NV18 = 18 links x 26.6 GB/s per direction between the GPUs; PCIe Gen5 x16 per "
+        "GPU, pinned D2H/H2D measured 55 GB/s each direction, 38 GB/s per GPU per direction when both "
+        "GPUs copy both ways; host memory 150 GB/s is the host-side cap measured there. "
+        "host_memcpy_gbps 12 per core is an estimate, not a measurement. "
         "GPU memory 4800 GB/s is the H200 datasheet figure.",
         host_memcpy_gbps=12.0, pcie_both_ways_gbps=38.0)
     numa = m.node("numa0", "numa", memory_gbps=150.0, cores=32)

@@ -3,6 +3,7 @@ a GPU the simulator's predictions (braid-sim). Shows progress row by row, writes
 JSON and a PNG of algbw against size, and with --check compares braid/NCCL ratios with a baseline.
 """
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -41,6 +42,18 @@ QUICK_GPU_RUNS = [
     for c in ("all_reduce", "all_gather", "reduce_scatter")
 ]
 SIM_ARGS = ["-b", "1M", "-e", "1G", "-f", "4"]
+QUICK_SIM_ARGS = ["-b", "1M", "-e", "64M", "-f", "8"]
+SIZE_FLAGS = (("-b", "--minbytes"), ("-e", "--maxbytes"), ("-f", "--stepfactor"))
+
+
+PASS_THROUGH_HELP = f"""\
+tool arguments:
+  Arguments braid bench does not know go to the tool it runs: braid-sim without a GPU (or with
+  --sim; `braid sim --help` lists its flags), braid-bench with GPUs, where they replace the default
+  runs with one run as asked. Sizes not given keep their defaults ({' '.join(SIM_ARGS)}; with --quick
+  {' '.join(QUICK_SIM_ARGS)} in the simulator), so `braid bench -b 4M` still runs up to 1G.
+  Examples: braid bench -C all_reduce   braid bench --sim -- -b 4M -e 64M
+"""
 
 
 def _flag(argv, names, default):
@@ -51,6 +64,25 @@ def _flag(argv, names, default):
             if n.startswith("--") and a.startswith(n + "="):
                 return a.split("=", 1)[1]
     return default
+
+
+def _given(argv, names) -> bool:
+    return any(a in names or any(n.startswith("--") and a.startswith(n + "=") for n in names) for a in argv)
+
+
+def with_default_sizes(extra, sizes):
+    """The tool's arguments: the user's, after each size flag of `sizes` (-b/-e/-f and its value)
+    the user did not give; a step in bytes (-i) given replaces the factor."""
+    extra = list(extra)
+    if "--" in extra:
+        extra.remove("--")  # it only ended braid bench's own options
+    step_bytes = _given(extra, ("-i", "--stepbytes"))
+    defaults = []
+    for names in SIZE_FLAGS:
+        if names[0] in sizes and not _given(extra, names) and not (names[0] == "-f" and step_bytes):
+            i = sizes.index(names[0])
+            defaults += sizes[i:i + 2]
+    return defaults + extra
 
 
 def expected_rows(argv, tool_defaults) -> Optional[int]:
@@ -125,6 +157,7 @@ def default_out_dir() -> str:
 
 def main(args, extra) -> int:
     out_dir = os.path.abspath(args.out or default_out_dir())
+    made_out_dir = not os.path.isdir(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     gpus = 0 if args.sim else gpu_count()
     # braid against NCCL needs 2 GPUs (one process drives them all); braid-bench's own flags
@@ -138,7 +171,8 @@ def main(args, extra) -> int:
         except FileNotFoundError as e:
             print(f"braid bench: a GPU is here but {e}", file=sys.stderr)
             return 2
-        runs = [Run("custom", list(extra))] if extra else (QUICK_GPU_RUNS if args.quick else GPU_RUNS)
+        runs = [Run("custom", with_default_sizes(extra, SIM_ARGS))] if extra else \
+            (QUICK_GPU_RUNS if args.quick else GPU_RUNS)
         env = library_dir_env(find_real_nccl())
         env.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast on shared hosts
         defaults = {"b": "32M", "e": "32M", "f": "1"}
@@ -148,8 +182,8 @@ def main(args, extra) -> int:
               "(braid's PCIe programs through the cost model beside a host-staged ring; not measured)",
               flush=True)
         tool = tools.tool("braid-sim")
-        sizes = SIM_ARGS if not args.quick else ["-b", "1M", "-e", "64M", "-f", "8"]
-        runs = [Run("predicted", ["--topo", args.topo] + (list(extra) if extra else sizes))]
+        sizes = QUICK_SIM_ARGS if args.quick else SIM_ARGS
+        runs = [Run("predicted", ["--topo", args.topo] + with_default_sizes(extra, sizes))]
         env = dict(os.environ)
         defaults = {"b": "1M", "e": "1G", "f": "4", "collectives": 6}
     parts = []
@@ -158,7 +192,8 @@ def main(args, extra) -> int:
         part = os.path.join(out_dir, f"run{i}.json")
         argv = [tool] + run.argv + ["-J", part]
         code = run_with_progress(argv, {**env, **run.env}, i, len(runs), expected_rows(run.argv, defaults))
-        worst = max(worst, code)
+        if code != 0:
+            return tool_failed(os.path.basename(tool), code, out_dir if made_out_dir else None)
         if os.path.exists(part):
             with open(part) as f:
                 parts.append({"label": run.label, "env": run.env, "result": json.load(f)})
@@ -186,10 +221,22 @@ def main(args, extra) -> int:
     return worst
 
 
+def tool_failed(name, code, made_out_dir) -> int:
+    """Stops braid bench where its tool failed: one line, no results, the folder made for them gone
+    when nothing is in it."""
+    print(f"braid bench: {name} failed (exit {code}), no results written; its message is above "
+          f"(`braid bench --help` and `{name} --help` list the flags)", file=sys.stderr)
+    if made_out_dir and not os.listdir(made_out_dir):
+        os.rmdir(made_out_dir)
+    return code if code > 0 else 1
+
+
 def add_parser(sub):
     p = sub.add_parser("bench", help="the main job: braid against NCCL (or the simulator without a GPU); "
                                      "JSON, a PNG, and --check against a baseline",
-                       description=__doc__)
+                       usage="braid bench [options] [--] [TOOL ARGUMENTS...]",
+                       description=__doc__, epilog=PASS_THROUGH_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", help="folder for results.json, algbw.png and each run's JSON "
                                  "(default: braid-bench-DATE-TIME in the current folder)")
     p.add_argument("--check", metavar="BASELINE.json",

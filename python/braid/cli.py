@@ -2,11 +2,19 @@
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
-from braid import bench, doctor, plots, run, tools, trace
+from braid import __version__, bench, doctor, plots, run, tools, trace
 from braid.sizes import parse_size
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line that says where the usage is."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (`{self.prog} --help` shows the usage)\n")
 
 
 def _run(argv):
@@ -14,14 +22,23 @@ def _run(argv):
     return subprocess.call(argv)
 
 
+def without_separator(extra):
+    """The arguments for a tool, without the first `--` (which only ended braid's own options)."""
+    extra = list(extra)
+    if "--" in extra:
+        extra.remove("--")
+    return extra
+
+
 def cmd_sim(args, extra):
-    """The simulator: generated programs through the cost model on a bundled topology."""
-    argv = [tools.tool("braid-sim"), "--topo", args.topo] + extra
-    return _run(argv)
+    """the simulator, braid-sim: generated programs through the cost model on a bundled topology
+    (arguments and --help go to braid-sim)"""
+    return _run([tools.tool("braid-sim")] + without_separator(extra))
 
 
 def cmd_plan(args, extra):
-    return _run([tools.tool("braid-plan")] + extra)
+    """print a generated program and its predicted cost, braid-plan (arguments and --help go to it)"""
+    return _run([tools.tool("braid-plan")] + without_separator(extra))
 
 
 def cmd_topo(args, extra):
@@ -30,6 +47,9 @@ def cmd_topo(args, extra):
 
 def cmd_plot(args, extra):
     """Plots algbw against size from a braid bench results.json (or one braid-bench/braid-sim JSON)."""
+    if not os.path.isfile(args.json):
+        print(f"braid plot: no file {args.json}: give the results.json that braid bench wrote", file=sys.stderr)
+        return 2
     with open(args.json) as f:
         data = json.load(f)
     if "runs" not in data:  # one tool's JSON: wrap it as braid bench would
@@ -54,16 +74,16 @@ def cmd_gpu_check(args, extra):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="braid", description=__doc__)
+    p = Parser(prog="braid", description=__doc__)
+    p.add_argument("--version", action="version", version=f"braid {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     run.add_parser(sub)
     doctor.add_parser(sub)
     bench.add_parser(sub)
     trace.add_parser(sub)
-    s = sub.add_parser("sim", help=cmd_sim.__doc__)
-    s.add_argument("--topo", default="h200x2")
-    s.set_defaults(func=cmd_sim)
-    sub.add_parser("plan", help="print a generated program and its predicted cost (braid-plan)").set_defaults(func=cmd_plan)
+    # Pass-through commands: everything after the command name, --help included, is the tool's.
+    sub.add_parser("sim", help=cmd_sim.__doc__, add_help=False).set_defaults(func=cmd_sim)
+    sub.add_parser("plan", help=cmd_plan.__doc__, add_help=False).set_defaults(func=cmd_plan)
     sub.add_parser("topo", help="list bundled topologies").set_defaults(func=cmd_topo)
     sub.add_parser("gpu-check", help=cmd_gpu_check.__doc__).set_defaults(func=cmd_gpu_check)
     pl = sub.add_parser("plot", help=cmd_plot.__doc__)
@@ -79,7 +99,9 @@ def main(argv=None):
     try:
         return args.func(args, extra)
     except FileNotFoundError as e:
-        print(f"braid: {e}", file=sys.stderr)
+        # A tool not built says where it looked; a file given that is not there names the file.
+        what = f"no file {e.filename}: check the path" if e.filename else str(e)
+        print(f"braid {args.command}: {what}", file=sys.stderr)
         return 2
 
 

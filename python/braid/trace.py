@@ -54,6 +54,10 @@ def declined_lines(declined):
 
 
 def main(args, extra) -> int:
+    if not os.path.isfile(args.trace):
+        print(f"braid trace: no file {args.trace}: `braid run --trace {args.trace} -- COMMAND` writes one",
+              file=sys.stderr)
+        return 2
     declined = []
     records, bad = read_trace(args.trace, declined)
     for line in declined_lines(declined):

@@ -35,6 +35,15 @@ std::string join(const std::vector<int>& v) {
   return s;
 }
 
+// A description's headline for a listing: the text before its first ": " (every bundled one starts
+// "what: figures"), at most `width` characters, cut between words.
+std::string headline(const std::string& description, size_t width) {
+  std::string head = description.substr(0, description.find(": "));
+  if (head.size() <= width) return head;
+  const size_t space = head.rfind(' ', width - 3);
+  return head.substr(0, space == std::string::npos ? width - 3 : space) + "...";
+}
+
 // nccl-tests' algbw: the message size (whole output for the gathering collectives) per second.
 double algbw_gbps(size_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
@@ -108,10 +117,11 @@ int main(int argc, char** argv) {
       topo::Topology t;
       if (topo::load_topology(name, &t) == Result::Success)
         std::printf("%-22s %2d GPUs %2zu NUMA  %s\n", name.c_str(), t.gpu_count(), t.numa_nodes().size(),
-                    t.description.substr(0, 90).c_str());
+                    headline(t.description, 70).c_str());
       else
         std::printf("%-22s (does not load: %s)\n", name.c_str(), last_error());
     }
+    std::printf("(braid plan --show-topology --topo NAME prints one in full)\n");
     return 0;
   }
   const auto collective = parse_collective(collective_text);
