@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds braid and runs its tests. Without a GPU (or without nvcc) the GPU-labelled tests are
-# skipped, as in CI; on the GPU machine every test runs.
+# Installs the Debian packages the build lacks (tools/install_deps.sh), builds braid and runs its
+# tests. Without a GPU (or without nvcc) the GPU-labelled tests are skipped, as in CI; on the GPU
+# machine every test runs.
 set -euo pipefail
 cd "$(dirname "$0")"
+tools/install_deps.sh
 build=${BRAID_BUILD_DIR:-build}
 jobs=$(nproc)
 
