@@ -77,6 +77,9 @@ TEST_P(FaultInjection, EveryRankReturnsAnErrorWithinTheBound) {
     EXPECT_NE(outcomes[r].result, Result::Success) << c.fault << ": rank " << r << " did not learn of the failure";
 }
 
+// How gtest prints a case in its messages: its BRAID_FAULT, not the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.fault; }
+
 std::string case_name(const ::testing::TestParamInfo<FaultInjection::ParamType>& info) {
   std::string name = std::get<0>(info.param).fault;
   for (char& ch : name)

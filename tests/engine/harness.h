@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,8 @@ namespace braid::test {
 
 enum class Mode { Threads, Processes };
 inline const char* mode_name(Mode m) { return m == Mode::Threads ? "threads" : "processes"; }
+// How gtest prints a Mode parameter in its messages: by name, not as a number.
+inline void PrintTo(Mode m, std::ostream* os) { *os << mode_name(m); }
 
 // A rank's body: runs collectives on `comm`, writes its output into `out` (out_bytes long).
 using Body = std::function<Result(engine::Communicator& comm, int rank, unsigned char* out)>;

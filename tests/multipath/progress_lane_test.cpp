@@ -371,6 +371,9 @@ const FaultCase kFaults[] = {
 
 class ProgressLaneFaults : public ::testing::TestWithParam<std::tuple<FaultCase, test::Mode>> {};
 
+// How gtest prints a case in its messages: its name, not the struct's bytes.
+void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name; }
+
 std::string fault_case_name(const ::testing::TestParamInfo<ProgressLaneFaults::ParamType>& info) {
   return std::string(std::get<0>(info.param).name) + "_" + test::mode_name(std::get<1>(info.param));
 }
