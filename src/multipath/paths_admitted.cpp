@@ -1,6 +1,7 @@
 #include "multipath/paths_admitted.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace braid::multipath {
 
@@ -32,6 +33,13 @@ PathsAdmitted admit_paths(const PathFacts& facts) {
 PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b) {
   return PathsAdmitted{.copy_engines = std::max(a.copy_engines, b.copy_engines),
                        .pcie_share = std::max(a.pcie_share, b.pcie_share)};
+}
+
+size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds) {
+  size_t bytes = SIZE_MAX;
+  if (paths.pcie_share_admitted()) bytes = std::min(bytes, thresholds.pcie_share);
+  if (paths.copy_engines_admitted()) bytes = std::min(bytes, thresholds.copy_engines);
+  return bytes;
 }
 
 std::array<int32_t, 2> encode(const PathsAdmitted& paths) {

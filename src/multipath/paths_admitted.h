@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,6 +59,15 @@ PathsAdmitted admit_paths(const PathFacts& facts);
 PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b);
 std::array<int32_t, 2> encode(const PathsAdmitted& paths);
 PathsAdmitted decode(const std::array<int32_t, 2>& words);
+
+// The sizes (bytes of a call's message) from which each path takes a call.
+struct PathThresholds {
+  size_t pcie_share = 0;         // BRAID_SPLIT_MIN_BYTES as resolved
+  size_t copy_engines = 0;       // the smallest of the copy engines' own thresholds
+};
+// The smallest call braid would split with `paths`: braid makes its part of a communicator only at
+// the first call this large (SIZE_MAX: never).
+size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds);
 
 // "braid's PCIe share is off: CUDA loads modules lazily (...)": one line for logs and traces.
 std::string describe(const PathsAdmitted& paths);

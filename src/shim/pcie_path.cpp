@@ -55,12 +55,28 @@ bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool min
   return ranks_maximum(comm, real, device, "the PCIe paths' readiness (ncclAllReduce max)", &refused) && refused[0] == 0;
 }
 
-// What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
-multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
+// Whether this machine's GPUs are joined by NVLink (braid's topology, discovered once a process).
+bool machine_has_nvlink() {
   topo::Topology machine;
   bool nvlink = false;
   if (api::machine_topology(&machine) == Result::Success)
     for (const auto& link : machine.links) nvlink |= link.kind == topo::LinkKind::NvLink;
+  return nvlink;
+}
+
+// The sizes from which each of braid's paths takes a call (the orchestrator's own rules).
+multipath::PathThresholds path_thresholds() {
+  const int64_t split_min = settings().split_min_bytes;
+  const size_t pcie = split_min > 0 ? static_cast<size_t>(split_min)
+                                    : machine_has_nvlink() ? size_t{128} << 20 : size_t{1} << 20;
+  return {.pcie_share = pcie,
+          .copy_engines = std::min(byte_threshold(settings().nvlink_copy_min_bytes),
+                                   byte_threshold(settings().nvlink_allreduce_min_bytes))};
+}
+
+// What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
+multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
+  const bool nvlink = machine_has_nvlink();
   const bool async = settings().async;
   return multipath::admit_paths(multipath::PathFacts{
       .nranks = state.nranks,
@@ -242,9 +258,11 @@ void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
   if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
 }
 
-// The smallest message that makes a communicator's PCIe path: every rank makes it at the same
-// call (with the automatic threshold, the smallest it can be: 1 MiB).
-size_t path_min_bytes() {
+// The smallest message that moves a communicator on towards braid's part: the first of 1 MiB or
+// more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
+// of them takes makes it (every rank at the same call, as every rank makes the same calls).
+size_t making_bytes(const PciePath& path) {
+  if (path.admitted) return path.first_split_bytes;
   return settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
 }
 
@@ -267,8 +285,9 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   const bool first = !path.attempted;
+  const size_t bytes = multipath::message_bytes(call, state->nranks);
   if (first) {
-    if (multipath::message_bytes(call, state->nranks) < path_min_bytes()) return false;
+    if (bytes < making_bytes(path)) return false;
   } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
     return false;
   }
@@ -283,23 +302,36 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
     // enters it at this call or none does. This rank's own answer must not keep it out alone, or
     // its peers wait inside the making while it waits in NCCL for them (seen on two H100s): the
-    // ranks agree first, and all fall back together when any one cannot.
-    path.attempted = true;
-    multipath::PathsAdmitted paths;
+    // ranks agree first, and all fall back together when any one cannot. The first such agreement
+    // also settles which paths may run at all.
     bool everyone = false;
-    if (!agree_paths(comm, *state, allowed, &paths, &everyone) || !everyone) {
+    if (!path.admitted) {
+      multipath::PathsAdmitted paths;
+      if (agree_paths(comm, *state, allowed, &paths, &everyone)) {
+        path.admitted = paths;
+        path.first_split_bytes = multipath::first_split_bytes(paths, path_thresholds());
+      }
+    } else {
+      everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
+    }
+    if (!everyone) {
+      path.attempted = true;
       BRAID_INFO(Shim, "multipath: %s; this communicator's collectives go to NCCL alone",
                  allowed ? "another rank cannot use braid's PCIe path" : "braid's PCIe path cannot take this call here");
       return false;
     }
     // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
     // staging, threads or NCCL communicator of its own), and every call goes to NCCL.
-    if (!paths.any()) {
+    if (!path.admitted->any()) {
+      path.attempted = true;
       BRAID_INFO(Shim, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
-                 "nothing for it", state->rank, state->nranks, multipath::describe(paths).c_str());
+                 "nothing for it", state->rank, state->nranks, multipath::describe(*path.admitted).c_str());
       return false;
     }
-    make_orchestrator(comm, *state, path, paths);
+    // braid makes its part at the first call one of its paths takes, every rank at the same call.
+    if (bytes < path.first_split_bytes) return false;
+    path.attempted = true;
+    make_orchestrator(comm, *state, path, *path.admitted);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
   } else if (fit == BufferFit::Unusable || (fit == BufferFit::Staged && capturing)) {
     path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
@@ -345,7 +377,7 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
   {
     std::lock_guard lock(path.mutex);
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
-                       : multipath::message_bytes(call, state->nranks) < path_min_bytes())
+                       : multipath::message_bytes(call, state->nranks) < making_bytes(path))
       return false;
     // Only what every rank answers alike: a rank holding a call that another hands to NCCL inside
     // the group would wait for it at the group's end. split_now checks this rank's own buffers.

@@ -88,5 +88,17 @@ TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes)
   EXPECT_FALSE(decode({-1, 99}).any());
 }
 
+TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldSplit) {
+  const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines = 16u << 20};
+  const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted copy_only = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
+  const PathsAdmitted pcie_only = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted none = admit_paths({.nranks = 4, .nvlink = true, .queueing = lazy()});
+  EXPECT_EQ(first_split_bytes(both, thresholds), size_t{16} << 20);
+  EXPECT_EQ(first_split_bytes(copy_only, thresholds), size_t{16} << 20);
+  EXPECT_EQ(first_split_bytes(pcie_only, thresholds), size_t{128} << 20);
+  EXPECT_EQ(first_split_bytes(none, thresholds), SIZE_MAX);
+}
+
 }  // namespace
 }  // namespace braid::multipath
