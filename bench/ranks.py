@@ -22,6 +22,8 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
     """Runs `python3 script --child child_args...` as `ranks` processes. Returns (rows, status):
     rows[rank] is the rank's last JSON line on stdout (None if it gave none); status is "ok",
     "failed" (a rank exited non-zero) or "hung" (killed at the timeout)."""
+    if log_prefix:
+        os.makedirs(os.path.dirname(log_prefix) or ".", exist_ok=True)
     port = free_port()
     procs = []
     started = time.time()
