@@ -53,6 +53,8 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
         if proc.returncode not in (0, None) and status == "ok":
             status = "failed"
         if err is not subprocess.DEVNULL:
+            # NCCL's and braid's logs go to stdout: kept beside the rank's stderr.
+            err.write(out or "")
             err.close()
         lines = [line for line in (out or "").splitlines() if line.startswith("{")]
         rows.append(json.loads(lines[-1]) if lines else None)
