@@ -322,7 +322,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     // staging, threads or NCCL communicator of its own), and every call goes to NCCL.
     if (!path.admitted->any()) {
       path.attempted = true;
-      BRAID_INFO(Shim, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
+      BRAID_INFO(Init, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
                  "nothing for it", state->rank, state->nranks, multipath::describe(*path.admitted).c_str());
       return false;
     }

@@ -19,7 +19,7 @@ for n in 2 4; do
     bash bench/rig/run.sh hosttime "$n" > "$OUT/hosttime$n-console.txt" 2>&1
   echo "hosttime n=$n rc=$?"; grep -A40 "== hosttime" "$OUT/hosttime$n-console.txt" | grep -v "^SKIPPED" | head -45
 done
-(CUDA_VISIBLE_DEVICES=0,1 OUT=$OUT/train CASES="ddp-comm-b25 ddp-comm-b256 fsdp fsdp-compiled" REPS=1 TIMEOUT=150 \
+(CUDA_VISIBLE_DEVICES=0,1 RANKS=2 OUT=$OUT/train CASES="ddp-comm-b25 ddp-comm-b256 fsdp fsdp-compiled" REPS=1 TIMEOUT=150 \
   timeout 320 bash bench/train/run.sh) > "$OUT/train-console.txt" 2>&1
 echo "train rc=$?"; grep -E "^SUMMARY|losses|ratio|equal" "$OUT/train-console.txt" | head -20
 cd "$OUT" && tar czf logs.tgz logs hosttime2 hosttime4 train && rm -rf logs hosttime2 hosttime4 train
