@@ -46,6 +46,8 @@ inline int raw_connect(const WireAddress& to) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval limit{0, 200000};  // a receiver that stopped reading fails a send, never hangs it
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   return fd;
 }
 
