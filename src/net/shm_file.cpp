@@ -65,7 +65,9 @@ void unlink_shm_file(const std::string& name, const ShmFile& file) {
 namespace {
 struct ExitCleanups {
   std::mutex mu;
-  std::map<const void*, std::function<void()>> run;
+  // By key: the process that registered it (a forked child inherits the list, not the files to
+  // remove) and what to run.
+  std::map<const void*, std::pair<pid_t, std::function<void()>>> run;
 };
 ExitCleanups& exit_cleanups() {
   static ExitCleanups* c = new ExitCleanups();  // never destroyed: used from an atexit handler
@@ -74,7 +76,8 @@ ExitCleanups& exit_cleanups() {
 void run_exit_cleanups() {
   ExitCleanups& c = exit_cleanups();
   std::lock_guard<std::mutex> lock(c.mu);
-  for (auto& [key, f] : c.run) f();
+  for (auto& [key, entry] : c.run)
+    if (entry.first == getpid()) entry.second();
   c.run.clear();
 }
 }  // namespace
@@ -84,7 +87,7 @@ void remove_at_exit(const void* key, std::function<void()> cleanup) {
   std::call_once(registered, [] { std::atexit(run_exit_cleanups); });
   ExitCleanups& c = exit_cleanups();
   std::lock_guard<std::mutex> lock(c.mu);
-  c.run[key] = std::move(cleanup);
+  c.run[key] = {getpid(), std::move(cleanup)};
 }
 
 void forget_at_exit(const void* key) {

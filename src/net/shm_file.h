@@ -39,7 +39,9 @@ Result open_shm_file(const std::string& name, size_t min_bytes, size_t max_bytes
 // Removes `name` if it still names `file` (another process may have made a new one since).
 void unlink_shm_file(const std::string& name, const ShmFile& file);
 
-// Runs `cleanup` at exit unless forget_at_exit(key) came first: what a finalize would have removed.
+// Runs `cleanup` when this process exits (exit() or a return from main; not _exit, not a fatal
+// signal) unless forget_at_exit(key) came first: what a finalize would have removed. A forked
+// child that exits does not run its parent's.
 void remove_at_exit(const void* key, std::function<void()> cleanup);
 void forget_at_exit(const void* key);
 

@@ -543,12 +543,12 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
     s->header_got = 0;
     if (s->nic == c->direct) monitor->touch(c->direct, c->monitor_slot, now);
     // Once `received` reaches the total, test() may hand the request back and irecv reuse it
-    // for a later message: from here on only the header says which message this was.
-    const uint64_t seq = h.seq;
-    uint64_t got = req->received.fetch_add(h.bytes) + h.bytes;
-    if (got == h.total) {
+    // for a later message. The message leaves `posted` first, under the lock pieces claim bytes
+    // under: a late piece of it can then never claim bytes of the message that reuses the request.
+    {
       std::lock_guard<std::mutex> lock(c->mu);
-      c->posted.erase(seq);
+      if (req->received.load() + h.bytes == h.total) c->posted.erase(h.seq);
+      req->received.fetch_add(h.bytes);
     }
     moved = true;
   }
@@ -914,7 +914,11 @@ constexpr size_t kMaxGreetings = 256;  // connections whose hello is being read,
 void take_connections(ListenComm* l, int listen_fd, int nic, int64_t deadline_ns) {
   for (;;) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+        BRAID_NET_WARN("accept: %s", strerror(errno));  // out of descriptors: the next call tries again
+      return;
+    }
     if (l->greeting.size() >= kMaxGreetings) {
       BRAID_NET_WARN("accept: %zu connections are sending their hello already; closed another", l->greeting.size());
       ::close(fd);
@@ -967,6 +971,12 @@ void read_greetings(ListenComm* l, int64_t now, int timeout_ms) {
     ::close(g.fd);
     return true;
   });
+  std::erase_if(l->ready, [&](const Greeting& g) {
+    if (now <= g.deadline_ns) return false;
+    BRAID_NET_WARN("accept: closed a connection whose turn did not come in %d ms", timeout_ms);
+    ::close(g.fd);
+    return true;
+  });
   for (auto it = l->early.begin(); it != l->early.end();) {
     if (now <= it->second.deadline_ns) {
       ++it;
@@ -997,7 +1007,7 @@ Result TcpTransport::accept(ListenComm* l, Comm** out) {
   for (size_t n = 0; n < l->data_fds.size(); ++n) take_connections(l, l->data_fds[n], int(n), deadline);
   read_greetings(l, now, timeout);
   // The next sender in turn gets the reply (a few hundred bytes: a fresh socket's buffer takes
-  // them at once); one whose turn came too late has given up.
+  // them at once).
   while (l->current_fd < 0 && !l->ready.empty()) {
     Greeting g = l->ready.front();
     l->ready.pop_front();
@@ -1005,8 +1015,8 @@ Result TcpTransport::accept(ListenComm* l, Comm** out) {
     Reply rep{kWireMagic, WireKind::Reply, uint32_t(l->data_addrs.size()), 0};
     std::memcpy(reply.data(), &rep, sizeof rep);
     std::memcpy(reply.data() + sizeof rep, l->data_addrs.data(), l->data_addrs.size() * sizeof(WireAddress));
-    if (now > g.deadline_ns || write_exact(g.fd, reply.data(), reply.size(), 100) != Result::Success) {
-      BRAID_NET_WARN("accept: a sender waited past the set-up deadline, or took no reply; closed it");
+    if (write_exact(g.fd, reply.data(), reply.size(), 100) != Result::Success) {
+      BRAID_NET_WARN("accept: a sender took no reply (%s); closed it", last_error());
       ::close(g.fd);
       continue;
     }

@@ -60,9 +60,7 @@ TEST(NetHostile, SilentAndPartialHelloStrangersDoNotDelayThePeer) {
 
 // Every connection has a set-up deadline: a stranger that stays silent is closed once it passes.
 TEST(NetHostile, SilentStrangerIsClosedAtTheSetupDeadline) {
-  TcpOptions o = options(1);
-  o.setup_timeout_ms = 300;
-  auto b = make_host(std::move(o));
+  auto b = make_host(short_setup_options());
   char handle[kNcclNetHandleMaxSize];
   ListenComm* l = nullptr;
   ASSERT_EQ(b->listen(0, handle, &l), Result::Success);
@@ -114,9 +112,7 @@ TEST(NetHostile, SilentDataConnectionDoesNotBlockAccept) {
 // The connecting side has a deadline too: a listener that takes the connection and never answers
 // fails the connect after the set-up time (before: connect waited for the reply for ever).
 TEST(NetHostile, ConnectToAListenerThatNeverAnswersFails) {
-  TcpOptions o = options(1);
-  o.setup_timeout_ms = 300;
-  auto a = make_host(std::move(o));
+  auto a = make_host(short_setup_options());
   auto b = make_host(options(1));
   char handle[kNcclNetHandleMaxSize];
   ListenComm* l = nullptr;

@@ -114,6 +114,27 @@ TEST(NetShm, ExitWithoutFinalizeLeavesNoFiles) {
   shm_unlink(pool.c_str());
 }
 
+// A child forked from a process with the files open, exiting, removes none of its parent's.
+TEST(NetShm, ForkedChildExitKeepsTheParentsFiles) {
+  const std::string board = shm_name("board-fork"), pool = shm_name("pool-fork");
+  std::unique_ptr<NicMonitor> m;
+  std::unique_ptr<SharedRelayPool> p;
+  ASSERT_EQ(NicMonitor::open_shared(board, 2, 1000000, &m), Result::Success);
+  ASSERT_EQ(SharedRelayPool::offer(pool, 1 << 20, 1 << 18, &p), Result::Success);
+  ASSERT_TRUE(p);
+  pid_t child = fork();
+  if (child == 0) exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(shm_exists(board));
+  EXPECT_TRUE(shm_exists(pool));
+  EXPECT_TRUE(p->owner_alive());
+  m.reset();
+  p.reset();
+  EXPECT_FALSE(shm_exists(board));
+  EXPECT_FALSE(shm_exists(pool));
+}
+
 // Row 2: a relay pool another user planted (here: a real pool given away, so its header is valid
 // and its owner alive) is never attached, and never offered in place of our own: its slots would
 // carry this user's message bytes. Before, attach checked neither owner nor mode.

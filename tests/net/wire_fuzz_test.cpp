@@ -266,9 +266,7 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 }
 
 TEST(NetWireFuzz, RandomTruncatedAndOverlappingFrames) {
-  TcpOptions o = options(1);
-  o.setup_timeout_ms = 300;
-  auto b = make_host(std::move(o));
+  auto b = make_host(short_setup_options());
   std::vector<uint64_t> seeds = corpus_seeds();
   ASSERT_FALSE(seeds.empty()) << "no corpus at " << BRAID_NET_FUZZ_CORPUS;
   const uint64_t cases = env_or("NET_FUZZ_CASES", kCases), start = env_or("NET_FUZZ_SEED", 1);
