@@ -920,9 +920,11 @@ void take_connections(ListenComm* l, int listen_fd, int nic, int64_t deadline_ns
       return;
     }
     if (l->greeting.size() >= kMaxGreetings) {
-      BRAID_NET_WARN("accept: %zu connections are sending their hello already; closed another", l->greeting.size());
-      ::close(fd);
-      continue;
+      // Full: the oldest goes (a real peer sends its hello at once; a flood of silent ones must
+      // not keep it out).
+      BRAID_NET_WARN("accept: %zu connections are sending their hello; closed the oldest", l->greeting.size());
+      ::close(l->greeting.front().fd);
+      l->greeting.erase(l->greeting.begin());
     }
     Greeting g;
     g.fd = fd;

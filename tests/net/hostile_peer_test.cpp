@@ -58,6 +58,27 @@ TEST(NetHostile, SilentAndPartialHelloStrangersDoNotDelayThePeer) {
   b->close_listen(l);
 }
 
+// More silent strangers than the listener reads hellos from at once: the oldest make room, the
+// real peer that comes after them still connects.
+TEST(NetHostile, AFloodOfSilentStrangersDoesNotKeepThePeerOut) {
+  auto a = make_host(options(1));
+  auto b = make_host(options(1));
+  char handle[kNcclNetHandleMaxSize];
+  ListenComm* l = nullptr;
+  ASSERT_EQ(b->listen(0, handle, &l), Result::Success);
+  std::vector<int> strangers;
+  Comm* none = nullptr;
+  for (int i = 0; i < 300; ++i) {
+    strangers.push_back(raw_connect(reinterpret_cast<const ListenHandle*>(handle)->control));
+    ASSERT_GE(strangers.back(), 0);
+    if (i % 50 == 49) { ASSERT_EQ(b->accept(l, &none), Result::Success); }
+  }
+  double longest = 0;
+  EXPECT_LT(connect_beside(*a, *b, l, handle, &longest), 1.0);
+  for (int fd : strangers) close(fd);
+  b->close_listen(l);
+}
+
 // Every connection has a set-up deadline: a stranger that stays silent is closed once it passes.
 TEST(NetHostile, SilentStrangerIsClosedAtTheSetupDeadline) {
   auto b = make_host(short_setup_options());
