@@ -32,15 +32,21 @@ double connect_beside(TcpTransport& from, TcpTransport& to, ListenComm* l, const
   return took;
 }
 
+// A sender host `a`, and `b` listening on its NIC 0 (`handle`, `l`) until the test ends.
+struct Listening {
+  std::unique_ptr<TcpTransport> a = make_host(options(1)), b = make_host(options(1));
+  char handle[kNcclNetHandleMaxSize];
+  ListenComm* l = nullptr;
+  Listening() { EXPECT_EQ(b->listen(0, handle, &l), Result::Success); }
+  ~Listening() { b->close_listen(l); }
+};
+
 // Row 4: a silent stranger and one that sent 8 bytes of a hello, both still connected, do not
 // keep the real peer out (before: accept served one pending connection and read its hello with
 // no deadline, so the peer waited until the stranger left).
 TEST(NetHostile, SilentAndPartialHelloStrangersDoNotDelayThePeer) {
-  auto a = make_host(options(1));
-  auto b = make_host(options(1));
-  char handle[kNcclNetHandleMaxSize];
-  ListenComm* l = nullptr;
-  ASSERT_EQ(b->listen(0, handle, &l), Result::Success);
+  Listening hosts;
+  auto& [a, b, handle, l] = hosts;
   const ListenHandle& h = *reinterpret_cast<const ListenHandle*>(handle);
   int silent = raw_connect(h.control);
   int partial = raw_connect(h.control);
@@ -55,17 +61,13 @@ TEST(NetHostile, SilentAndPartialHelloStrangersDoNotDelayThePeer) {
   EXPECT_LT(longest, 0.2);
   close(silent);
   close(partial);
-  b->close_listen(l);
 }
 
 // More silent strangers than the listener reads hellos from at once: the oldest make room, the
 // real peer that comes after them still connects.
 TEST(NetHostile, AFloodOfSilentStrangersDoesNotKeepThePeerOut) {
-  auto a = make_host(options(1));
-  auto b = make_host(options(1));
-  char handle[kNcclNetHandleMaxSize];
-  ListenComm* l = nullptr;
-  ASSERT_EQ(b->listen(0, handle, &l), Result::Success);
+  Listening hosts;
+  auto& [a, b, handle, l] = hosts;
   std::vector<int> strangers;
   Comm* none = nullptr;
   for (int i = 0; i < 300; ++i) {
@@ -76,7 +78,6 @@ TEST(NetHostile, AFloodOfSilentStrangersDoesNotKeepThePeerOut) {
   double longest = 0;
   EXPECT_LT(connect_beside(*a, *b, l, handle, &longest), 1.0);
   for (int fd : strangers) close(fd);
-  b->close_listen(l);
 }
 
 // Every connection has a set-up deadline: a stranger that stays silent is closed once it passes.

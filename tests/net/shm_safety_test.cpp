@@ -29,6 +29,13 @@ struct stat shm_stat(const std::string& name) {
   return st;
 }
 
+// A pool of four 256 KiB slots this process offers under `name`; null if it could not.
+std::unique_ptr<SharedRelayPool> offered_pool(const std::string& name) {
+  std::unique_ptr<SharedRelayPool> p;
+  EXPECT_EQ(SharedRelayPool::offer(name, 1 << 20, 1 << 18, &p), Result::Success);
+  return p;
+}
+
 // A file as another local user would plant it: mode 0666, `bytes` long, owned by `owner`.
 // False when this process may not give a file away (not root): the caller skips.
 bool plant(const std::string& name, size_t bytes, uid_t owner) {
@@ -141,8 +148,7 @@ TEST(NetShm, ForkedChildExitKeepsTheParentsFiles) {
 TEST(NetShm, RelayPoolOfAnotherUserIsNeverAttached) {
   if (geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
   const std::string name = shm_name("pool-foreign");
-  std::unique_ptr<SharedRelayPool> owner;
-  ASSERT_EQ(SharedRelayPool::offer(name, 1 << 20, 1 << 18, &owner), Result::Success);
+  std::unique_ptr<SharedRelayPool> owner = offered_pool(name);
   ASSERT_TRUE(owner);
   ASSERT_EQ(chown(shm_path(name).c_str(), kOtherUser, kOtherUser), 0);
   ASSERT_EQ(chmod(shm_path(name).c_str(), 0666), 0);
@@ -159,8 +165,7 @@ TEST(NetShm, RelayPoolOfAnotherUserIsNeverAttached) {
 // removes the name, so the owner's next offer makes a private one).
 TEST(NetShm, RelayPoolOpenToOthersIsNotAttached) {
   const std::string name = shm_name("pool-open");
-  std::unique_ptr<SharedRelayPool> owner;
-  ASSERT_EQ(SharedRelayPool::offer(name, 1 << 20, 1 << 18, &owner), Result::Success);
+  std::unique_ptr<SharedRelayPool> owner = offered_pool(name);
   ASSERT_TRUE(owner);
   ASSERT_EQ(chmod(shm_path(name).c_str(), 0666), 0);
   std::unique_ptr<SharedRelayPool> borrower;
@@ -174,8 +179,7 @@ TEST(NetShm, RelayPoolOpenToOthersIsNotAttached) {
 // refused. The header's first fields: ready, owner pid (4 bytes each), slot bytes, slots (8 each).
 TEST(NetShm, RelayPoolHeaderThatDoesNotFitIsRefused) {
   const std::string name = shm_name("pool-header");
-  std::unique_ptr<SharedRelayPool> owner;
-  ASSERT_EQ(SharedRelayPool::offer(name, 1 << 20, 1 << 18, &owner), Result::Success);
+  std::unique_ptr<SharedRelayPool> owner = offered_pool(name);
   ASSERT_TRUE(owner);
   int fd = shm_open(name.c_str(), O_RDWR, 0);
   ASSERT_GE(fd, 0);
