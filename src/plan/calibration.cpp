@@ -22,11 +22,17 @@ Result read_collective(const json& j, const std::string& where, Collective* out)
   return Result::Success;
 }
 
+// The fields every measurement has: which machine, how many ranks, which collective.
+template <typename Measurement>
+Result read_case(const json& j, const std::string& where, Measurement* out) {
+  out->machine = j.value("machine", std::string());
+  out->ranks = j.value("ranks", 0);
+  return read_collective(j, where, &out->collective);
+}
+
 Result read_ratio(const json& j, const std::string& where, MeasuredRatio* out) {
   MeasuredRatio r;
-  r.machine = j.value("machine", std::string());
-  r.ranks = j.value("ranks", 0);
-  BRAID_TRY(read_collective(j, where, &r.collective));
+  BRAID_TRY(read_case(j, where, &r));
   r.size_from = j.contains("size") ? j["size"].get<double>() : j.value("size_from", 0.0);
   r.size_to = j.contains("size") ? j["size"].get<double>() : j.value("size_to", 0.0);
   r.ratio_low = j.contains("ratio") ? j["ratio"].get<double>() : j.value("ratio_low", 0.0);
@@ -109,9 +115,7 @@ Result load_measurements(const std::string& path, Measurements* out) {
     }
     for (const auto& j : doc.at("nccl_curves")) {
       NcclCurve c;
-      c.machine = j.at("machine").get<std::string>();
-      c.ranks = j.at("ranks").get<int>();
-      BRAID_TRY(read_collective(j, path + " nccl_curves", &c.collective));
+      BRAID_TRY(read_case(j, path + " nccl_curves", &c));
       c.sizes = j.at("size").get<std::vector<double>>();
       c.busbw = j.at("busbw").get<std::vector<double>>();
       c.source = j.value("source", std::string());
@@ -121,9 +125,7 @@ Result load_measurements(const std::string& path, Measurements* out) {
     }
     for (const auto& j : doc.at("pcie_alone")) {
       PcieAloneMeasurement p;
-      p.machine = j.at("machine").get<std::string>();
-      p.ranks = j.at("ranks").get<int>();
-      BRAID_TRY(read_collective(j, path + " pcie_alone", &p.collective));
+      BRAID_TRY(read_case(j, path + " pcie_alone", &p));
       p.size = j.at("size").get<double>();
       p.algbw = j.at("algbw").get<double>();
       p.date = j.value("date", std::string());
