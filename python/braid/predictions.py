@@ -1,7 +1,7 @@
 """Without a GPU, `braid bench` shows braid against NCCL on 2, 4 and 8 H200s: the predictions of
 braid-sim's model (`braid-sim versus-nccl`), calibrated to the 2- and 4-GPU measurements stored in
 bench/calibration/h200-measured.json, each beside the measured ratio and its date where one was
-stored. These are predictions, and the output says so; docs/PREDICTIONS.md gives the model.
+stored. These are predictions, and the output says so; bench/calibration/README.md gives the model.
 """
 
 from typing import Dict, List, Optional

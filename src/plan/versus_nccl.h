@@ -4,7 +4,7 @@
 // split as the balancer aims to (equal finishing times) from its split threshold on. The PCIe
 // share's time is the cost model's for braid's program on the topology (links and host memory
 // shared by every GPU), scaled by a fitted efficiency, plus its fixed cost per call.
-// docs/PREDICTIONS.md says what is measured, what is fitted and what is assumed.
+// bench/calibration/README.md says what is measured, what is fitted and what is assumed.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // The braid-against-NCCL model (plan/versus_nccl.h) against the stored measurements
 // (bench/calibration/h200-measured.json): every measured 2- and 4-GPU ratio within 0.05, fitted
 // parameters within what the hardware allows, and predictions for 8 GPUs. The table it prints is
-// the one docs/PREDICTIONS.md shows.
+// the one bench/calibration/README.md shows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
