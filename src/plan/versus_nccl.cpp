@@ -20,7 +20,33 @@ const NcclRankScaling* scaling_of(const ModelParams& p, Collective c) {
   return nullptr;
 }
 
+// Each GPU's NVLink rate per direction (the sum of its NVLink links); 0 without NVLink.
+std::vector<double> nvlink_gbps_per_gpu(const topo::Topology& t) {
+  std::vector<double> out;
+  for (int g : t.gpus()) {
+    double gbps = 0;
+    for (const auto& l : t.links)
+      if (l.kind == topo::LinkKind::NvLink && (l.a == g || l.b == g)) gbps += l.a == g ? l.gbps_ab : l.gbps_ba;
+    out.push_back(gbps);
+  }
+  return out;
+}
+
 }  // namespace
+
+Result check_calibrated_for(const Measurements& m, const topo::Topology& topology) {
+  if (m.nccl_curves.empty()) return fail(Result::InvalidArgument, "model: no NCCL curve measured");
+  topo::Topology measured;
+  BRAID_TRY(load_machine(m.nccl_curves.front().machine, &measured));
+  const double want = nvlink_gbps_per_gpu(measured).at(0);
+  for (double gbps : nvlink_gbps_per_gpu(topology))
+    if (std::abs(gbps - want) > 0.05 * want)
+      return fail(Result::InvalidArgument,
+                  "model: NCCL's curves were measured on GPUs with %.0f GB/s of NVLink; topology '%s' has a GPU "
+                  "with %.0f: use h200x2, h200x4 or h200x8",
+                  want, topology.name.c_str(), gbps);
+  return Result::Success;
+}
 
 Result load_machine(const std::string& machine, topo::Topology* out) { return topo::load_topology(machine, out); }
 

@@ -59,4 +59,8 @@ class VersusNcclModel {
 // The topology a measured machine name refers to, loaded (bundled topologies by name).
 Result load_machine(const std::string& machine, topo::Topology* out);
 
+// Fails unless every GPU of `topology` has the NVLink rate of the machines NCCL's curves were
+// measured on (within 5%): those curves say nothing of other GPUs.
+Result check_calibrated_for(const Measurements& m, const topo::Topology& topology);
+
 }  // namespace braid::plan

@@ -149,5 +149,19 @@ TEST(VersusNccl, EightGpusArePredictedFromTheFourGpuCurveAndTheHost) {
   }
 }
 
+TEST(VersusNccl, RefusesMachinesWhoseNvlinkWasNotMeasured) {
+  const Measurements m = stored();
+  for (const char* name : {"h200x2", "h200x4", "h200x8"}) {
+    topo::Topology t;
+    ASSERT_EQ(load_machine(name, &t), Result::Success);
+    EXPECT_EQ(check_calibrated_for(m, t), Result::Success) << name << ": " << last_error();
+  }
+  for (const char* name : {"hylink-3090x4", "flexlink-h800x8"}) {
+    topo::Topology t;
+    ASSERT_EQ(load_machine(name, &t), Result::Success);
+    EXPECT_EQ(check_calibrated_for(m, t), Result::InvalidArgument) << name;
+  }
+}
+
 }  // namespace
 }  // namespace braid::plan

@@ -44,7 +44,7 @@ int run_versus_nccl(const VersusNcclArgs& args) {
   plan::ModelParams params;
   topo::Topology t;
   if (plan::load_measurements(path, &m) != Result::Success || plan::fit_model(m, &params) != Result::Success ||
-      topo::load_topology(args.topo, &t) != Result::Success) {
+      topo::load_topology(args.topo, &t) != Result::Success || plan::check_calibrated_for(m, t) != Result::Success) {
     std::fprintf(stderr, "braid-sim versus-nccl: %s\n", last_error());
     return 2;
   }
