@@ -65,6 +65,53 @@ def h200x2():
     m.write()
 
 
+def h200_nvswitch(name, description, gpus, numa_count, cores_per_numa, nics=0):
+    """An H200 SXM machine whose GPUs all reach one NVSwitch fabric with NV18 (18 links x 26.6
+    GB/s per direction), each GPU on PCIe Gen5 x16 to its socket (55 GB/s each way measured for
+    one GPU alone, 50 + 50 both ways at once). A socket's host side (root complex and DRAM) is
+    one shared cap: 170 GB/s through it in all, measured with four GPUs copying both ways at
+    once (21.4 + 21.4 GB/s each) on nvidia-h200-x4."""
+    m = Machine(name, description, host_memcpy_gbps=12.0, pcie_both_ways_gbps=50.0)
+    numas = [m.node(f"numa{s}", "numa", memory_gbps=170.0, cores=cores_per_numa) for s in range(numa_count)]
+    nvswitch = m.node("nvswitch0", "nvswitch")
+    per_numa = gpus // numa_count
+    for i in range(gpus):
+        g = m.node(f"gpu{i}", "gpu", numa=numas[i // per_numa], memory_gbps=4800.0)
+        m.link(g, numas[i // per_numa], "pcie", 55.0, LAT_PCIE)
+        m.link(g, nvswitch, "nvlink", round(18 * 26.6, 6), LAT_NVLINK)
+    for i in range(nics):
+        nic = m.node(f"nic{i}", "nic", numa=numas[i // (nics // numa_count)])
+        m.link(nic, numas[i // (nics // numa_count)], "pcie", 50.0, LAT_PCIE)
+    for s in range(1, numa_count):
+        m.link(numas[s - 1], numas[s], "inter_socket", 100.0, LAT_SOCKET)
+    m.write()
+
+
+def h200x4():
+    h200_nvswitch(
+        "h200x4",
+        "The lent nvidia-h200-x4: 4x H200 SXM, every GPU on an NVSwitch with NV18 (18 links x 26.6 "
+        "GB/s per direction), one NUMA node with 64 vCPUs. PCIe Gen5 x16 per GPU: 55 GB/s each way "
+        "for one GPU alone, 50 + 50 both ways at once; with all four GPUs copying both ways, 21.4 + "
+        "21.4 GB/s each, about 170 GB/s through the host in all: numa0's memory_gbps is that "
+        "aggregate cap (DESIGN.md, 'Facts measured on four H200s', 28 Nov). host_memcpy_gbps 12 "
+        "per core is an estimate. GPU memory 4800 GB/s is the H200 datasheet figure.",
+        gpus=4, numa_count=1, cores_per_numa=64)
+
+
+def h200x8():
+    h200_nvswitch(
+        "h200x8",
+        "An HGX H200 x8 (not yet lent: a model, not a measured machine): 8x H200 SXM on NVSwitch "
+        "with NV18 each (18 x 26.6 GB/s per direction), PCIe Gen5 x16 per GPU (55 GB/s each way "
+        "alone, 50 + 50 both ways, as measured on 2x and 4x H200), 2 sockets with 4 GPUs and 4 "
+        "NICs each. Each socket's host side is assumed to cap at the 170 GB/s in all measured "
+        "through the one-socket nvidia-h200-x4 with four GPUs busy; the sockets joined by ~100 GB/s "
+        "per direction (estimate). 8 NICs of 400 Gb/s (50 GB/s) as HGX servers carry. 56 cores "
+        "per socket is typical of such servers, an assumption. GPU memory 4800 GB/s (datasheet).",
+        gpus=8, numa_count=2, cores_per_numa=56, nics=8)
+
+
 def hylink_3090x4():
     m = Machine(
         "hylink-3090x4",
@@ -188,6 +235,8 @@ def pcie_8gpu_2socket():
 
 if __name__ == "__main__":
     h200x2()
+    h200x4()
+    h200x8()
     hylink_3090x4()
     flexlink_h800x8()
     nimble_h100_2x4()

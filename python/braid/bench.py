@@ -13,7 +13,7 @@ import sys
 import time
 from typing import List, Optional
 
-from braid import plots, ratios, tools
+from braid import plots, predictions, ratios, tools
 from braid.nccl import find_real_nccl, library_dir_env
 from braid.sizes import parse_size
 
@@ -177,6 +177,13 @@ def main(args, extra) -> int:
         env.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast on shared hosts
         defaults = {"b": "32M", "e": "32M", "f": "1"}
         tool = bench
+    elif predictions.covers(args.topo) and not extra:
+        # braid against NCCL on 2, 4 and 8 H200s, from the model calibrated to the measurements.
+        print(predictions.banner(why_sim), flush=True)
+        tool = tools.tool("braid-sim")
+        runs = [Run(argv[2], argv) for argv in predictions.run_args(args.quick)]
+        env = dict(os.environ)
+        defaults = predictions.DEFAULTS
     else:
         print(f"braid bench: {why_sim} - the simulator's predictions on the bundled topology {args.topo} "
               "(braid's PCIe programs through the cost model beside a host-staged ring; not measured)",
@@ -205,6 +212,8 @@ def main(args, extra) -> int:
         json.dump(results, f, indent=1)
     print(f"braid bench: results in {results_path}")
     for line in ratios.summary_lines(results["ratios"], predicted=not use_gpu):
+        print(line)
+    for line in predictions.summary_lines([p for p in parts if p["result"].get("tool") == "braid-sim versus-nccl"]):
         print(line)
     try:
         png = plots.plot_algbw(results, os.path.join(out_dir, "algbw.png"))

@@ -36,7 +36,11 @@ def algbw_series(results):
     series = defaultdict(list)
     for run in results.get("runs", []):
         for r in run["result"].get("rows", []):
-            if results.get("predicted"):
+            if results.get("predicted") and r.get("nccl_time_us"):
+                panel = f"{r['collective']} on {run['label']}"
+                series[(panel, "braid (predicted)")].append((r["size"], r["algbw"]))
+                series[(panel, "NCCL (measured curve)")].append((r["size"], r["size"] / (r["nccl_time_us"] * 1e-6) / 1e9))
+            elif results.get("predicted"):
                 series[(r["collective"], "braid (predicted)")].append((r["size"], r["algbw"]))
                 if r.get("ring_time_us"):
                     series[(r["collective"], "host ring (predicted)")].append(
@@ -74,7 +78,8 @@ def plot_algbw(results, png: str) -> str:
     for ax in list(axes.flat)[len(collectives):]:
         ax.axis("off")
     if results.get("predicted"):
-        fig.suptitle(f"simulator on {results.get('topology')}: predictions, not measurements", fontsize=9)
+        machines = sorted({run["label"] for run in results.get("runs", [])} - {"predicted"}) or [results.get("topology")]
+        fig.suptitle(f"simulator on {', '.join(machines)}: predictions, not measurements", fontsize=9)
     return _save(fig, png, series)
 
 

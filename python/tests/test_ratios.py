@@ -1,5 +1,7 @@
 """The ratios braid bench --check compares, and the check itself."""
 
+import pytest
+
 from braid import ratios
 
 
@@ -46,3 +48,12 @@ def test_simulator_ratio_is_against_the_predicted_ring():
             {"collective": "broadcast", "size": 1 << 20, "time_us": 50.0, "ring_time_us": 0, "algbw": 21.0}]
     table = ratios.ratio_table({"predicted": True, "runs": [{"label": "predicted", "result": {"rows": rows}}]})
     assert [(r["series"], r["ratio"]) for r in table] == [("all_reduce predicted vs ring", 1.2)]
+
+
+def test_simulator_ratio_on_h200_is_the_models_braid_against_nccls_curve():
+    rows = [{"collective": "all_gather", "size": 1 << 30, "time_us": 1500.0, "nccl_time_us": 2000.0,
+             "ratio": 2000.0 / 1500.0, "algbw": 715.8}]
+    table = ratios.ratio_table({"predicted": True, "runs": [{"label": "h200x2", "result": {"rows": rows}}]})
+    assert [r["series"] for r in table] == ["all_gather h200x2 predicted vs NCCL"]
+    assert table[0]["ratio"] == pytest.approx(4 / 3)
+    assert table[0]["baseline_algbw"] == pytest.approx((1 << 30) / 2000e-6 / 1e9)

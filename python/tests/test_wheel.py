@@ -47,6 +47,11 @@ def test_wheel_in_a_fresh_venv_finds_its_library_and_tools(tmp_path):
     sim = subprocess.run([str(env_dir / "bin" / "braid"), "sim", "--topo", "h200x2", "-b", "1M", "-e", "1M",
                           "-C", "all_reduce"], cwd=elsewhere, env=clean, capture_output=True, text=True)
     assert sim.returncode == 0 and "all_reduce" in sim.stdout, sim.stderr
+    # The braid-against-NCCL model finds the measurements packaged beside the tools.
+    versus = subprocess.run([str(package / "bin" / "braid-sim"), "versus-nccl", "--topo", "h200x8", "-b", "1G",
+                             "-e", "1G"], cwd=elsewhere, env=clean, capture_output=True, text=True)
+    assert versus.returncode == 0, versus.stderr
+    assert str(package / "calibration" / "h200-measured.json") in versus.stdout, versus.stdout
     doctor = subprocess.run([str(env_dir / "bin" / "braid"), "doctor", "--no-measure"], cwd=elsewhere, env=clean,
                             capture_output=True, text=True)
     assert doctor.returncode == 0 and "installed package" in doctor.stdout, doctor.stdout + doctor.stderr

@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 
@@ -102,6 +104,14 @@ Settings read_environment() {
 
 std::mutex g_mutex;  // makes and replaces the settings; reading them takes no lock
 std::atomic<const Settings*> g_settings{nullptr};
+// Every Settings object ever made, owned here (under g_mutex) and never freed: references handed
+// out before a reload stay valid, and the objects are reachable, not leaked. One per reload.
+std::vector<std::unique_ptr<const Settings>>& g_all_settings = *new std::vector<std::unique_ptr<const Settings>>();
+
+const Settings* keep(Settings s) {
+  g_all_settings.push_back(std::make_unique<const Settings>(std::move(s)));
+  return g_all_settings.back().get();
+}
 
 }  // namespace
 
@@ -114,15 +124,15 @@ std::string first_choice(const char* alternatives) {
 const Settings& settings() {
   if (const Settings* s = g_settings.load(std::memory_order_acquire)) return *s;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_settings.load(std::memory_order_relaxed) == nullptr) g_settings.store(new Settings(read_environment()), std::memory_order_release);
+  if (g_settings.load(std::memory_order_relaxed) == nullptr) g_settings.store(keep(read_environment()), std::memory_order_release);
   return *g_settings.load(std::memory_order_relaxed);
 }
 
 void settings_reload() {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    // The old object is leaked on purpose: references handed out earlier stay valid.
-    g_settings.store(new Settings(read_environment()), std::memory_order_release);
+    // The old object stays (g_all_settings): references handed out earlier stay valid.
+    g_settings.store(keep(read_environment()), std::memory_order_release);
   }
   log_reload();
 }

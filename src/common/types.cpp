@@ -93,4 +93,17 @@ bool collective_reduces(Collective c) {
   return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
 }
 
+double busbw_factor(Collective c, int nranks) {
+  const double n = nranks;
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return (n - 1) / n;
+    case Collective::Broadcast:
+    case Collective::Reduce: return 1.0;
+  }
+  return 1.0;
+}
+
 }  // namespace braid

@@ -67,4 +67,7 @@ std::span<const Collective> all_collectives();
 // Whether the collective reduces (AllReduce, ReduceScatter, Reduce).
 bool collective_reduces(Collective c);
 
+// nccl-tests' bus bandwidth factor (busbw = algbw x factor) of a collective over `nranks`.
+double busbw_factor(Collective c, int nranks);
+
 }  // namespace braid

@@ -12,6 +12,7 @@
 
 #include "common/process.h"
 #include "net/net_log.h"
+#include "net/shm_file.h"
 
 namespace braid::net {
 
@@ -21,9 +22,15 @@ struct NicSlot {
   std::atomic<int64_t> last_active_ns;
 };
 
+constexpr uint32_t kBoardMagic = 0x4e42524e;  // "NRBN"
+constexpr int kMaxBoardUsers = 256;           // processes of a host with the board open
+
 struct NicBoard {
+  std::atomic<uint32_t> magic;                 // kBoardMagic once its creator set it up
+  std::atomic<int32_t> users[kMaxBoardUsers];  // pids of the processes that have it open; 0: free
   NicSlot slots[kMaxNics][kMaxWorkersPerNic];
 };
+constexpr size_t kBoardBytes = (sizeof(NicBoard) + 4095) & ~size_t(4095);
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "the board's atomics are shared between processes");
@@ -31,6 +38,56 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>
 namespace {
 // A slot whose owner died keeps no NIC busy: checked only for slots quiet for a second.
 bool owner_alive(uint64_t worker) { return !process_dead(pid_t(worker >> 24)); }
+
+// Whether a process that has the board open is still running (this one counts for each monitor
+// it has open).
+bool live_users(const NicBoard* b) {
+  for (const auto& u : b->users) {
+    const int32_t pid = u.load();
+    if (pid != 0 && !process_dead(pid)) return true;
+  }
+  return false;
+}
+
+// Puts this process on the board's list of users (a free place, or one of a process gone).
+bool add_user(NicBoard* b) {
+  for (auto& u : b->users) {
+    int32_t pid = u.load();
+    if ((pid == 0 || process_dead(pid)) && u.compare_exchange_strong(pid, int32_t(getpid()))) return true;
+  }
+  return false;
+}
+
+// Takes one of this process's places off (each monitor it opened holds one).
+void remove_user(NicBoard* b) {
+  for (auto& u : b->users) {
+    int32_t me = int32_t(getpid());
+    if (u.compare_exchange_strong(me, 0)) return;
+  }
+}
+
+// Maps the board `file`; its creator sets it up. Null (the error said) when it is not one.
+NicBoard* map_board(const std::string& name, const ShmFile& file, bool created) {
+  void* p = mmap(nullptr, kBoardBytes, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd, 0);
+  if (p == MAP_FAILED) {
+    fail(Result::SystemError, "mmap(%s): %s", name.c_str(), strerror(errno));
+    return nullptr;
+  }
+  auto* b = static_cast<NicBoard*>(p);
+  if (created) {  // a new file reads as zero: every slot and user place free
+    add_user(b);
+    b->magic.store(kBoardMagic, std::memory_order_release);
+    return b;
+  }
+  // Its creator sets the magic right after sizing it; one that never does died in between.
+  for (int wait = 0; wait < 20 && b->magic.load(std::memory_order_acquire) != kBoardMagic; ++wait) usleep(5000);
+  if (b->magic.load(std::memory_order_acquire) != kBoardMagic) {
+    munmap(b, kBoardBytes);
+    fail(Result::SystemError, "%s is not a NIC board", name.c_str());
+    return nullptr;
+  }
+  return b;
+}
 }  // namespace
 
 uint64_t new_worker_id() {
@@ -45,24 +102,37 @@ NicMonitor::NicMonitor(NicBoard* board, bool shared, size_t map_bytes, int nic_c
     : board_(board), shared_(shared), map_bytes_(map_bytes),
       nic_count_(std::clamp(nic_count, 1, kMaxNics)), idle_ns_(idle_ns) {}
 
+// Opens the host's board `name`, or creates it. A file found under the name is used only when it
+// is this user's and nobody else may touch it (shm_file.h); a stale one (every process that had it
+// open is gone, or its creator died setting it up) is removed and made anew.
 Result NicMonitor::open_shared(const std::string& name, int nic_count, int64_t idle_ns,
                                std::unique_ptr<NicMonitor>* out) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
-  if (fd < 0) return fail(Result::SystemError, "shm_open(%s): %s", name.c_str(), strerror(errno));
-  const size_t bytes = (sizeof(NicBoard) + 4095) & ~size_t(4095);
-  struct stat st {};
-  // ftruncate only grows a new (empty) segment; its pages read as zero: every slot free.
-  if (fstat(fd, &st) != 0 || (size_t(st.st_size) < bytes && ftruncate(fd, off_t(bytes)) != 0)) {
-    int e = errno;
-    close(fd);
-    return fail(Result::SystemError, "sizing %s: %s", name.c_str(), strerror(e));
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    ShmFile file;
+    BRAID_TRY(create_shm_file(name, kBoardBytes, &file));
+    const bool created = file.fd >= 0;
+    if (!created) {
+      BRAID_TRY(open_shm_file(name, kBoardBytes, kBoardBytes, &file));
+      if (file.fd < 0) continue;  // removed meanwhile: create it
+    }
+    NicBoard* b = map_board(name, file, created);
+    close(file.fd);
+    if (!b || (!created && (!live_users(b) || !add_user(b)))) {
+      if (b) munmap(b, kBoardBytes);
+      unlink_shm_file(name, file);  // stale, or not a board: make a new one
+      continue;
+    }
+    out->reset(new NicMonitor(b, true, kBoardBytes, nic_count, idle_ns));
+    (*out)->name_ = name;
+    (*out)->file_ = file;
+    // An exit that skips the plugin's finalize still removes the board when this is its last user.
+    remove_at_exit(out->get(), [b, name, file] {
+      remove_user(b);
+      if (!live_users(b)) unlink_shm_file(name, file);
+    });
+    return Result::Success;
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return fail(Result::SystemError, "mmap(%s): %s", name.c_str(), strerror(errno));
-  out->reset(new NicMonitor(static_cast<NicBoard*>(p), true, bytes, nic_count, idle_ns));
-  (*out)->name_ = name;
-  return Result::Success;
+  return fail(Result::SystemError, "NIC board %s: could not open or replace it", name.c_str());
 }
 
 NicMonitor::~NicMonitor() {
@@ -70,19 +140,13 @@ NicMonitor::~NicMonitor() {
     delete board_;
     return;
   }
-  // The last process to leave removes the name, so nothing stays in /dev/shm: last means no slot
-  // is held by another live process (slots of processes that died or were killed do not count).
-  // One that opened the name and has claimed nothing yet keeps the removed board to itself until
-  // it ends: monitoring is split for a while, never wrong data.
-  const auto me = uint64_t(getpid());
-  bool others = false;
-  for (const auto& nic : board_->slots)
-    for (const NicSlot& slot : nic) {
-      const uint64_t w = slot.worker.load();
-      others |= w != 0 && (w >> 24) != me && owner_alive(w);
-    }
+  // The last process to leave removes the name, so nothing stays in /dev/shm: last means no other
+  // live process has the board open (those that died or were killed do not count).
+  forget_at_exit(this);
+  remove_user(board_);
+  const bool others = live_users(board_);
   munmap(board_, map_bytes_);
-  if (!others) shm_unlink(name_.c_str());
+  if (!others) unlink_shm_file(name_, file_);
 }
 
 int NicMonitor::claim(int nic, uint64_t worker) {

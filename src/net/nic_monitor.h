@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "net/shm_file.h"
 
 namespace braid::net {
 
@@ -60,6 +61,7 @@ class NicMonitor {
   NicBoard* board_;
   bool shared_;
   std::string name_;  // a shared board's shm name
+  ShmFile file_;      // and which file it is (its fd closed)
   size_t map_bytes_;
   int nic_count_;
   int64_t idle_ns_;

@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -36,14 +37,13 @@ void fill_sysfs(Nic* nic) {
 }
 
 // The first IPv4 (else IPv6) address of each interface that is up, in the order met.
-std::vector<Nic> interfaces(bool with_loopback) {
+std::vector<Nic> interfaces() {
   std::vector<Nic> out;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return out;
   for (int family : {AF_INET, AF_INET6}) {
     for (ifaddrs* ifa = list; ifa; ifa = ifa->ifa_next) {
       if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != family || !(ifa->ifa_flags & IFF_UP)) continue;
-      if ((ifa->ifa_flags & IFF_LOOPBACK) && !with_loopback) continue;
       if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(ifa->ifa_addr)->sin6_addr)) continue;
       bool seen = false;
       for (const Nic& n : out) seen |= n.name == ifa->ifa_name;
@@ -61,7 +61,53 @@ std::vector<Nic> interfaces(bool with_loopback) {
   return out;
 }
 
+// NCCL_SOCKET_IFNAME's form: a comma list of name prefixes; "^" first leaves the named ones
+// out, "=" (after any "^") makes them whole names.
+struct IfnameList {
+  bool exclude = false, exact = false;
+  std::vector<std::string> names;
+  explicit IfnameList(std::string text) {
+    if (!text.empty() && text[0] == '^') {
+      exclude = true;
+      text.erase(0, 1);
+    }
+    if (!text.empty() && text[0] == '=') {
+      exact = true;
+      text.erase(0, 1);
+    }
+    for (size_t pos = 0; pos <= text.size();) {
+      size_t comma = std::min(text.find(',', pos), text.size());
+      std::string item = text.substr(pos, comma - pos);
+      item = item.substr(0, item.find(':'));  // NCCL allows name:port; the port is not ours
+      if (!item.empty()) names.push_back(item);
+      pos = comma + 1;
+    }
+  }
+  bool admits(const std::string& name) const {
+    bool listed = false;
+    for (const std::string& n : names) listed |= exact ? name == n : name.compare(0, n.size(), n) == 0;
+    return listed != exclude;
+  }
+};
+
+std::vector<Nic> admitted(const std::vector<Nic>& up, const std::string& list) {
+  const IfnameList l(list);
+  std::vector<Nic> out;
+  for (const Nic& n : up)
+    if (l.admits(n.name)) out.push_back(n);
+  return out;
+}
+
 }  // namespace
+
+std::vector<Nic> select_interfaces(const std::vector<Nic>& up, const std::string& socket_ifname) {
+  if (!socket_ifname.empty()) return admitted(up, socket_ifname);
+  for (const char* rule : {"ib", "^docker,lo,virbr", "docker", "lo", "virbr"}) {
+    std::vector<Nic> chosen = admitted(up, rule);
+    if (!chosen.empty()) return chosen;
+  }
+  return {};
+}
 
 bool parse_address(const std::string& text, Nic* nic) {
   sockaddr_in v4{};
@@ -85,10 +131,12 @@ bool parse_address(const std::string& text, Nic* nic) {
 Result find_nics(const std::string& spec, std::vector<Nic>* out) {
   out->clear();
   if (spec.empty()) {
-    *out = interfaces(false);
-    if (out->empty()) *out = interfaces(true);
+    const char* ifname = getenv("NCCL_SOCKET_IFNAME");
+    *out = select_interfaces(interfaces(), ifname ? ifname : "");
+    if (out->empty() && ifname && *ifname)
+      return fail(Result::SystemError, "NCCL_SOCKET_IFNAME=%s names no interface that is up with an IP address", ifname);
   } else {
-    std::vector<Nic> all = interfaces(true);
+    std::vector<Nic> all = interfaces();
     size_t pos = 0;
     while (pos <= spec.size()) {
       size_t comma = spec.find(',', pos);

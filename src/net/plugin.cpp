@@ -84,7 +84,7 @@ Result build_transport(Plugin& p) {
   if (NicMonitor::open_shared(board_name(o.nics), int(o.nics.size()), o.idle_ns, &shared) == Result::Success)
     o.monitor = std::move(shared);
   else
-    BRAID_NET_WARN("no host-wide NIC board; this process sees only its own traffic");
+    BRAID_NET_WARN("no host-wide NIC board (%s); this process sees only its own traffic", last_error());
   // A topology file says which GPU each NIC serves; emulated NICs (no PCI device of their own)
   // then report their GPU's PCI path, so NCCL pairs each GPU with its NIC.
   std::vector<NicAffinity> affinity;

@@ -9,17 +9,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "common/process.h"
 #include "net/clock.h"
 #include "net/relay_pool.h"
+#include "net/shm_file.h"
 
 namespace braid::net {
 
 namespace {
 constexpr uint32_t kRelayMagic = 0x59524c42;  // "BLRY"
 constexpr size_t kMaxRelaySlots = 1024;
+constexpr uint64_t kMaxRelaySlotBytes = uint64_t(1) << 30;
 
 bool process_alive(int32_t pid) { return pid > 0 && !process_dead(pid); }
 }  // namespace
@@ -45,10 +48,10 @@ namespace {
 // Locks the board; after a holder's death, recounts the loans from the slots.
 class BoardLock {
  public:
-  explicit BoardLock(RelayBoard& b) : b_(b) {
+  BoardLock(RelayBoard& b, uint64_t slots) : b_(b) {
     if (pthread_mutex_lock(&b_.mu) == EOWNERDEAD) {
       uint64_t held = 0;
-      for (uint64_t i = 0; i < b_.slots; ++i) held += b_.holder[i].load() != 0;
+      for (uint64_t i = 0; i < slots; ++i) held += b_.holder[i].load() != 0;
       b_.lent.store(held);
       pthread_mutex_consistent(&b_.mu);
     }
@@ -71,68 +74,87 @@ RelayBoard* map_fd(int fd, size_t bytes) {
   return nullptr;
 }
 
-// Maps an existing pool; *out null when there is none, it is not set up, or its owner is gone.
-Result map_existing(const std::string& name, RelayBoard** out, size_t* bytes) {
+// The largest pool file a header may describe.
+constexpr size_t kMaxPoolBytes = kHeaderBytes + kMaxRelaySlots * kMaxRelaySlotBytes;
+
+// Maps an existing pool and checks its header against the file (bounded counts, sizes that
+// cannot overflow, the file exactly as large as they say). *out null when there is none, it is
+// not set up, or its owner is gone (a dead owner's file is removed: it is stale).
+Result map_existing(const std::string& name, RelayBoard** out, size_t* bytes, uint64_t* slots, uint64_t* slot_bytes) {
   *out = nullptr;
-  int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) return errno == ENOENT ? Result::Success : fail(Result::SystemError, "shm_open(%s): %s", name.c_str(), strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || size_t(st.st_size) < kHeaderBytes) {
-    close(fd);
-    return Result::Success;  // being created right now, or not a pool
-  }
-  *bytes = size_t(st.st_size);
-  RelayBoard* b = map_fd(fd, *bytes);
-  close(fd);
+  ShmFile file;
+  BRAID_TRY(open_shm_file(name, kHeaderBytes, kMaxPoolBytes, &file));
+  if (file.fd < 0) return Result::Success;
+  RelayBoard* b = map_fd(file.fd, file.bytes);
+  close(file.fd);
   if (!b) return Result::SystemError;
-  *out = b;
-  if (b->ready.load(std::memory_order_acquire) != kRelayMagic || !process_alive(b->owner_pid.load()) ||
-      b->data_offset + b->slots * b->slot_bytes > *bytes) {
-    munmap(b, *bytes);
-    *out = nullptr;
+  const bool ready = b->ready.load(std::memory_order_acquire) == kRelayMagic;
+  const uint64_t n = b->slots, each = b->slot_bytes;
+  const bool sane = n <= kMaxRelaySlots && each >= 4096 && each <= kMaxRelaySlotBytes && b->data_offset == kHeaderBytes &&
+                    kHeaderBytes + n * each == file.bytes;  // no overflow: both factors are bounded
+  const bool alive = process_alive(b->owner_pid.load());
+  if (!ready || !sane || !alive) {
+    munmap(b, file.bytes);
+    if (ready && !alive) unlink_shm_file(name, file);  // its owner died without removing it
+    if (ready && !sane) return fail(Result::SystemError, "relay pool %s: its header does not fit the file", name.c_str());
+    return Result::Success;
   }
+  *out = b;
+  *bytes = file.bytes;
+  *slots = n;
+  *slot_bytes = each;
   return Result::Success;
 }
 }  // namespace
 
-SharedRelayPool::SharedRelayPool(RelayBoard* board, size_t map_bytes, bool owner, std::string name)
-    : board_(board), map_bytes_(map_bytes), owner_(owner), name_(std::move(name)) {}
+SharedRelayPool::SharedRelayPool(RelayBoard* board, size_t map_bytes, uint64_t slots, uint64_t slot_bytes, bool owner,
+                                 std::string name, const ShmFile& file)
+    : board_(board), map_bytes_(map_bytes), slots_(slots), slot_bytes_(slot_bytes), owner_(owner),
+      name_(std::move(name)), file_(file) {
+  if (owner_) {
+    // An exit that skips the plugin's finalize still removes the pool it offered.
+    remove_at_exit(this, [b = board_, n = name_, f = file_] {
+      b->ready.store(0);
+      unlink_shm_file(n, f);
+    });
+  }
+}
 
 Result SharedRelayPool::offer(const std::string& name, size_t cap_bytes, size_t slot_bytes,
                               std::unique_ptr<SharedRelayPool>* out) {
   out->reset();
-  slot_bytes = std::max<size_t>(slot_bytes, 4096);
+  slot_bytes = std::clamp<size_t>(slot_bytes, 4096, kMaxRelaySlotBytes);
   const size_t slots = std::min(cap_bytes / slot_bytes, kMaxRelaySlots);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 && errno == EEXIST) {
-      // Someone offers it already: a live owner keeps it; a dead one's (or a half-made one
-      // after a moment) is replaced.
+  const size_t bytes = kHeaderBytes + slots * slot_bytes;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ShmFile file;
+    BRAID_TRY(create_shm_file(name, bytes, &file));
+    if (file.fd < 0) {
+      // Someone offers it already: a live owner keeps it. A dead one's, or one not set up after
+      // a moment, or one that is no pool, is removed (map_existing, open_shm_file) and replaced.
       for (int wait = 0; wait < 20; ++wait) {
         RelayBoard* b = nullptr;
-        size_t bytes = 0;
-        BRAID_TRY(map_existing(name, &b, &bytes));
+        size_t have = 0;
+        uint64_t n = 0, each = 0;
+        if (map_existing(name, &b, &have, &n, &each) != Result::Success) break;
         if (b) {
-          munmap(b, bytes);
+          munmap(b, have);
           return Result::Success;
         }
         usleep(5000);
       }
-      shm_unlink(name.c_str());
+      ShmFile stale;  // another user's file is refused here, never replaced
+      BRAID_TRY(open_shm_file(name, 0, SIZE_MAX, &stale));
+      if (stale.fd >= 0) {
+        close(stale.fd);
+        unlink_shm_file(name, stale);
+      }
       continue;
     }
-    if (fd < 0) return fail(Result::SystemError, "shm_open(%s): %s", name.c_str(), strerror(errno));
-    const size_t bytes = kHeaderBytes + slots * slot_bytes;
-    if (ftruncate(fd, off_t(bytes)) != 0) {
-      int e = errno;
-      close(fd);
-      shm_unlink(name.c_str());
-      return fail(Result::SystemError, "sizing %s: %s", name.c_str(), strerror(e));
-    }
-    RelayBoard* b = map_fd(fd, bytes);
-    close(fd);
+    RelayBoard* b = map_fd(file.fd, bytes);
+    close(file.fd);
     if (!b) {
-      shm_unlink(name.c_str());
+      unlink_shm_file(name, file);
       return Result::SystemError;
     }
     // A new segment reads as zero: every slot free, nothing lent.
@@ -148,7 +170,7 @@ Result SharedRelayPool::offer(const std::string& name, size_t cap_bytes, size_t 
     pthread_mutex_init(&b->mu, &attr);
     pthread_mutexattr_destroy(&attr);
     b->ready.store(kRelayMagic, std::memory_order_release);
-    out->reset(new SharedRelayPool(b, bytes, true, name));
+    out->reset(new SharedRelayPool(b, bytes, slots, slot_bytes, true, name, file));
     return Result::Success;
   }
   return fail(Result::SystemError, "relay pool %s: could not replace a stale one", name.c_str());
@@ -158,15 +180,17 @@ Result SharedRelayPool::attach(const std::string& name, std::unique_ptr<SharedRe
   out->reset();
   RelayBoard* b = nullptr;
   size_t bytes = 0;
-  BRAID_TRY(map_existing(name, &b, &bytes));
-  if (b) out->reset(new SharedRelayPool(b, bytes, false, name));
+  uint64_t slots = 0, slot_bytes = 0;
+  BRAID_TRY(map_existing(name, &b, &bytes, &slots, &slot_bytes));
+  if (b) out->reset(new SharedRelayPool(b, bytes, slots, slot_bytes, false, name, ShmFile{}));
   return Result::Success;
 }
 
 SharedRelayPool::~SharedRelayPool() {
   if (owner_) {
+    forget_at_exit(this);
     board_->ready.store(0);  // borrowers stop lending from it; their pieces in flight finish
-    shm_unlink(name_.c_str());
+    unlink_shm_file(name_, file_);
   }
   munmap(board_, map_bytes_);
 }
@@ -175,12 +199,13 @@ bool SharedRelayPool::owner_alive() const {
   return board_->ready.load(std::memory_order_acquire) == kRelayMagic && process_alive(board_->owner_pid.load());
 }
 
-size_t SharedRelayPool::slot_bytes() const { return board_->slot_bytes; }
-size_t SharedRelayPool::region_bytes() const { return board_->slots * board_->slot_bytes; }
-size_t SharedRelayPool::lent_bytes() const { return board_->lent.load() * board_->slot_bytes; }
-size_t SharedRelayPool::peak_lent_bytes() const { return board_->peak.load() * board_->slot_bytes; }
+// The header's counts as checked when the pool was mapped (slots_, slot_bytes_), never re-read.
+size_t SharedRelayPool::slot_bytes() const { return slot_bytes_; }
+size_t SharedRelayPool::region_bytes() const { return slots_ * slot_bytes_; }
+size_t SharedRelayPool::lent_bytes() const { return std::min<uint64_t>(board_->lent.load(), slots_) * slot_bytes_; }
+size_t SharedRelayPool::peak_lent_bytes() const { return std::min<uint64_t>(board_->peak.load(), slots_) * slot_bytes_; }
 void SharedRelayPool::reset_peak() {
-  BoardLock lock(*board_);
+  BoardLock lock(*board_, slots_);
   board_->peak.store(board_->lent.load());
 }
 uint64_t SharedRelayPool::relayed_bytes() const { return board_->relayed.load(); }
@@ -190,8 +215,7 @@ void SharedRelayPool::add_owner_inflight(int64_t bytes) { board_->owner_inflight
 
 size_t SharedRelayPool::limit_bytes() const {
   const int64_t inflight = std::max<int64_t>(board_->owner_inflight.load(), 0);
-  return relay_limit_bytes(region_bytes(), board_->slot_bytes, board_->cap_bytes,
-                           board_->owner_demand.load() + size_t(inflight));
+  return relay_limit_bytes(region_bytes(), slot_bytes_, board_->cap_bytes, board_->owner_demand.load() + size_t(inflight));
 }
 
 void* SharedRelayPool::acquire() {
@@ -199,16 +223,16 @@ void* SharedRelayPool::acquire() {
   RelayBoard& b = *board_;
   for (int pass = 0; pass < 2; ++pass) {
     {
-      BoardLock lock(b);
-      const uint64_t limit = limit_bytes() / b.slot_bytes;  // <= slots: a free one exists below it
+      BoardLock lock(b, slots_);
+      const uint64_t limit = limit_bytes() / slot_bytes_;  // <= slots: a free one exists below it
       const uint64_t lent = b.lent.load();
       if (lent < limit)
-        for (uint64_t i = 0; i < b.slots; ++i) {
+        for (uint64_t i = 0; i < slots_; ++i) {
           if (b.holder[i].load() != 0) continue;
           b.holder[i].store(int32_t(getpid()));
           b.lent.store(lent + 1);
           if (lent + 1 > b.peak.load()) b.peak.store(lent + 1);
-          return reinterpret_cast<char*>(board_) + b.data_offset + i * b.slot_bytes;
+          return reinterpret_cast<char*>(board_) + kHeaderBytes + i * slot_bytes_;
         }
     }
     // No room: take back dead processes' slots, at most every 50 ms (it asks the kernel about
@@ -224,16 +248,17 @@ void* SharedRelayPool::acquire() {
 void SharedRelayPool::release(void* slot) {
   if (!slot) return;
   RelayBoard& b = *board_;
-  const size_t i = size_t(static_cast<char*>(slot) - (reinterpret_cast<char*>(board_) + b.data_offset)) / b.slot_bytes;
-  BoardLock lock(b);
+  const size_t i = size_t(static_cast<char*>(slot) - (reinterpret_cast<char*>(board_) + kHeaderBytes)) / slot_bytes_;
+  if (i >= slots_) return;  // not a slot of this pool
+  BoardLock lock(b, slots_);
   if (b.holder[i].exchange(0) != 0) b.lent.fetch_sub(1);
 }
 
 int SharedRelayPool::reclaim_dead() {
   RelayBoard& b = *board_;
-  BoardLock lock(b);
+  BoardLock lock(b, slots_);
   int n = 0;
-  for (uint64_t i = 0; i < b.slots; ++i) {
+  for (uint64_t i = 0; i < slots_; ++i) {
     int32_t h = b.holder[i].load();
     if (h != 0 && !process_alive(h)) {
       b.holder[i].store(0);

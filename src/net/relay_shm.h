@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "net/shm_file.h"
 
 namespace braid::net {
 
@@ -63,11 +64,14 @@ class SharedRelayPool {
   const std::string& name() const { return name_; }
 
  private:
-  SharedRelayPool(RelayBoard* board, size_t map_bytes, bool owner, std::string name);
+  SharedRelayPool(RelayBoard* board, size_t map_bytes, uint64_t slots, uint64_t slot_bytes, bool owner, std::string name,
+                  const ShmFile& file);
   RelayBoard* board_;
   size_t map_bytes_;
+  uint64_t slots_, slot_bytes_;  // from the header, checked against the file when it was mapped
   bool owner_;
   std::string name_;
+  ShmFile file_;  // the owner's: which file it made (its fd closed)
   std::atomic<int64_t> last_reclaim_ns_{0};
 };
 

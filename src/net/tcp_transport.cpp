@@ -47,7 +47,40 @@ struct Request {
   std::atomic<int> pieces_left{0};            // send
   std::atomic<uint64_t> total{kNoTotal};      // receive: the sender's size once a header came
   std::atomic<uint64_t> received{0};          // receive
+  // Receive: the byte ranges of the message that pieces have claimed (offset -> end, adjacent
+  // ones merged; under comm->mu). A piece is written only into bytes no other piece claimed, so
+  // the message completes only once every piece writing into it is done.
+  std::map<uint64_t, uint64_t> claimed;
 };
+
+namespace {
+constexpr size_t kMaxClaimedRanges = 65536;  // a peer cutting a message finer is refused
+
+// Claims [offset, offset + bytes) of a receive's message for one piece; false when a byte of it
+// is claimed already, or for a second piece of an empty message.
+bool claim_piece(Request* r, uint64_t offset, uint64_t bytes) {
+  auto& m = r->claimed;
+  if (bytes == 0) return m.empty() && m.emplace(0, 0).second;
+  uint64_t start = offset, end = offset + bytes;
+  auto next = m.upper_bound(offset);
+  if (next != m.end() && next->first < end) return false;
+  if (next != m.begin()) {
+    auto prev = std::prev(next);
+    if (prev->second > offset) return false;
+    if (prev->second == offset) {
+      start = prev->first;
+      m.erase(prev);
+    }
+  }
+  if (next != m.end() && next->first == end) {
+    end = next->second;
+    m.erase(next);
+  }
+  if (m.size() >= kMaxClaimedRanges) return false;
+  m.emplace(start, end);
+  return true;
+}
+}  // namespace
 
 struct SendPiece {
   Request* request;
@@ -110,21 +143,41 @@ struct Comm {
   CommStats stats;                      // under mu
 };
 
+// A connection to a listener whose hello is not all in yet. Hellos are read without blocking,
+// from every such connection at once, each within the set-up deadline: a silent or slow
+// stranger delays no one.
+struct Greeting {
+  int fd = -1;
+  int nic = -1;  // a data connection's local NIC; -1: the control connection
+  int64_t deadline_ns = 0;
+  size_t got = 0;
+  union {
+    Hello hello;
+    StreamHello stream;
+  } msg{};
+  size_t want() const { return nic < 0 ? sizeof(Hello) : sizeof(StreamHello); }
+};
+
+struct EarlyStream {  // a data connection that presented its hello before its connection's turn
+  int fd;
+  int nic;
+  int64_t deadline_ns;
+};
+
 struct ListenComm {
   int nic = 0;
   uint64_t nonce = 0;
   int control_fd = -1;
   std::vector<int> data_fds;            // one listener per local NIC
   std::vector<WireAddress> data_addrs;
-  // The connection being accepted.
-  int stage = 0;
-  int pending_fd = -1;
+  std::vector<Greeting> greeting;       // hellos being read
+  std::deque<Greeting> ready;           // control connections with a valid hello, in turn
+  std::multimap<uint64_t, EarlyStream> early;  // by connection id
+  // The connection being accepted: its control connection, hello and data streams so far.
+  int current_fd = -1;
   Hello hello{};
-  size_t hello_got = 0;
-  // Data streams that arrived early, by connection id: (fd, local nic, hello).
-  std::multimap<uint64_t, std::pair<int, int>> early;
-  std::vector<std::pair<int, int>> accepted;  // (fd, local nic) of the current connection
-  int64_t deadline_ns = 0;                     // for the current connection's data streams
+  std::vector<std::pair<int, int>> accepted;  // (fd, local nic)
+  int64_t deadline_ns = 0;
 };
 
 struct PendingConnect {
@@ -132,6 +185,7 @@ struct PendingConnect {
   int stage = 0;
   int fd = -1;
   uint64_t connection = 0;
+  int64_t deadline_ns = 0;  // the whole set-up's
   std::vector<uint8_t> reply;
   size_t reply_got = 0;
 };
@@ -396,6 +450,12 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
   Comm* c = s->comm;
   bool moved = false;
   for (;;) {
+    // A failed connection's streams are retired: they write no more into receive buffers, and
+    // bytes left in their sockets wake no thread.
+    if (c->error.load()) {
+      stream_dead(s);
+      return moved;
+    }
     if (!s->target) {
       if (s->header_got < sizeof(PieceHeader)) {
         long r = read_some(s->fd, reinterpret_cast<char*>(&s->header) + s->header_got, sizeof(PieceHeader) - s->header_got);
@@ -420,27 +480,46 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
           return moved;
         }
       }
-      Request* req;
+      const PieceHeader& h = s->header;
+      Request* req = nullptr;
+      const char* refused = nullptr;
+      bool truncated = false;
       {
         std::lock_guard<std::mutex> lock(c->mu);
-        auto it = c->posted.find(s->header.seq);
-        req = it == c->posted.end() ? nullptr : it->second;
+        auto it = c->posted.find(h.seq);
+        if (it != c->posted.end()) {
+          req = it->second;
+          const uint64_t total = req->total.load();
+          if (h.total > req->capacity) truncated = true;
+          else if (total != kNoTotal && total != h.total) refused = "its message size differs from an earlier piece's";
+          else if (h.bytes == 0 && h.total != 0) refused = "an empty piece of a message that is not empty";
+          else if (!claim_piece(req, h.offset, h.bytes)) refused = "it overlaps bytes of the message another piece brought";
+          else req->total.store(h.total);
+        } else if (h.seq < c->next_seq) {
+          refused = "its message is complete already";  // posted, and taken off `posted` when done
+        }
       }
-      if (!req) {
+      if (!req && !refused) {
         // The receiver has not posted this message yet: leave the bytes in TCP.
-        s->parked_seq.store(s->header.seq);
+        s->parked_seq.store(h.seq);
         s->parked = true;
         return moved;
       }
       s->parked = false;
-      if (s->header.total > req->capacity) {
+      if (truncated) {
         BRAID_NET_WARN("message %lu truncated: the peer sends %lu bytes, the receive has room for %zu",
-                       (unsigned long)s->header.seq, (unsigned long)s->header.total, req->capacity);
+                       (unsigned long)h.seq, (unsigned long)h.total, req->capacity);
         fail_comm(c, Result::InvalidUsage);
+        stream_dead(s);
         return moved;
       }
-      uint64_t expected = kNoTotal;
-      req->total.compare_exchange_strong(expected, s->header.total);
+      if (refused) {
+        BRAID_NET_WARN("NIC %d: refused a piece of message %lu (%lu bytes at %lu of %lu): %s", s->nic,
+                       (unsigned long)h.seq, (unsigned long)h.bytes, (unsigned long)h.offset, (unsigned long)h.total, refused);
+        fail_comm(c, Result::RemoteError);
+        stream_dead(s);
+        return moved;
+      }
       s->target = req;
       s->payload_got = 0;
     }
@@ -464,12 +543,12 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
     s->header_got = 0;
     if (s->nic == c->direct) monitor->touch(c->direct, c->monitor_slot, now);
     // Once `received` reaches the total, test() may hand the request back and irecv reuse it
-    // for a later message: from here on only the header says which message this was.
-    const uint64_t seq = h.seq;
-    uint64_t got = req->received.fetch_add(h.bytes) + h.bytes;
-    if (got == h.total) {
+    // for a later message. The message leaves `posted` first, under the lock pieces claim bytes
+    // under: a late piece of it can then never claim bytes of the message that reuses the request.
+    {
       std::lock_guard<std::mutex> lock(c->mu);
-      c->posted.erase(seq);
+      if (req->received.load() + h.bytes == h.total) c->posted.erase(h.seq);
+      req->received.fetch_add(h.bytes);
     }
     moved = true;
   }
@@ -760,11 +839,16 @@ Result TcpTransport::connect(int nic, void* handle, Comm** out) {
     Result r = start_connect(local, h.control, &p.fd);
     if (r != Result::Success) return give_up(r);
     p.connection = random64();
+    p.deadline_ns = now_ns() + int64_t(timeout) * 1000000;
     p.stage = 1;
   }
+  // The listener must take the connection and answer within the set-up time.
+  auto waited_too_long = [&] {
+    return give_up(fail(Result::RemoteError, "connect: the listener did not answer in %d ms", timeout));
+  };
   if (p.stage == 1) {
     int st = connect_status(p.fd);
-    if (st == 0) return Result::Success;
+    if (st == 0) return now_ns() > p.deadline_ns ? waited_too_long() : Result::Success;
     if (st < 0) return give_up(fail(Result::RemoteError, "connect to the listener: %s", strerror(-st)));
     Hello hello{kWireMagic, WireKind::Hello, h.nonce, p.connection, uint32_t(nic_count()), uint32_t(s_->opt.streams_per_nic)};
     Result r = write_exact(p.fd, &hello, sizeof hello, timeout);
@@ -776,7 +860,7 @@ Result TcpTransport::connect(int nic, void* handle, Comm** out) {
     // The listener answers once it accepts: wait for it without blocking.
     for (;;) {
       long r = read_some(p.fd, p.reply.data() + p.reply_got, p.reply.size() - p.reply_got);
-      if (r == 0) return Result::Success;
+      if (r == 0) return now_ns() > p.deadline_ns ? waited_too_long() : Result::Success;
       if (r < 0) return give_up(fail(Result::RemoteError, "connect: the listener closed the connection (refused?)"));
       p.reply_got += size_t(r);
       if (p.reply_got < p.reply.size()) continue;
@@ -823,94 +907,145 @@ Result TcpTransport::connect(int nic, void* handle, Comm** out) {
   return s_->build_comm(true, nic, int(rep.nic_count), control, data, out);
 }
 
+namespace {
+constexpr size_t kMaxGreetings = 256;  // connections whose hello is being read, per listener
+
+// Takes the connections waiting on `listen_fd`; each gets the set-up deadline.
+void take_connections(ListenComm* l, int listen_fd, int nic, int64_t deadline_ns) {
+  for (;;) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+        BRAID_NET_WARN("accept: %s", strerror(errno));  // out of descriptors: the next call tries again
+      return;
+    }
+    if (l->greeting.size() >= kMaxGreetings) {
+      // Full: the oldest goes (a real peer sends its hello at once; a flood of silent ones must
+      // not keep it out).
+      BRAID_NET_WARN("accept: %zu connections are sending their hello; closed the oldest", l->greeting.size());
+      ::close(l->greeting.front().fd);
+      l->greeting.erase(l->greeting.begin());
+    }
+    Greeting g;
+    g.fd = fd;
+    g.nic = nic;
+    g.deadline_ns = deadline_ns;
+    l->greeting.push_back(g);
+  }
+}
+
+// Whether a complete hello presents this listener's handle and sane counts.
+bool hello_valid(const ListenComm* l, const Greeting& g) {
+  if (g.nic < 0) {
+    const Hello& h = g.msg.hello;
+    return h.magic == kWireMagic && h.kind == WireKind::Hello && h.nonce == l->nonce && h.nic_count != 0 &&
+           h.nic_count <= uint32_t(kMaxNics) && h.streams_per_nic != 0 && h.streams_per_nic <= 16;
+  }
+  const StreamHello& h = g.msg.stream;
+  return h.magic == kWireMagic && h.kind == WireKind::StreamHello && h.nonce == l->nonce;
+}
+
+// Reads what each connection has sent of its hello; sorts out the complete ones (control ones
+// wait their turn, data ones wait for their connection) and closes those that are malformed,
+// closed, or past their deadline.
+void read_greetings(ListenComm* l, int64_t now, int timeout_ms) {
+  std::erase_if(l->greeting, [&](Greeting& g) {
+    long r = read_some(g.fd, reinterpret_cast<char*>(&g.msg) + g.got, g.want() - g.got);
+    if (r > 0) g.got += size_t(r);
+    const char* kind = g.nic < 0 ? "connection" : "data connection";
+    if (g.got == g.want()) {
+      if (!hello_valid(l, g)) {
+        BRAID_NET_WARN("accept: refused a %s that did not present this listener's handle", kind);
+      } else if (g.nic < 0) {
+        l->ready.push_back(g);
+        return true;
+      } else {
+        l->early.insert({g.msg.stream.connection, EarlyStream{g.fd, g.nic, g.deadline_ns}});
+        return true;
+      }
+    } else if (r < 0) {
+      BRAID_NET_WARN("accept: a %s closed before its hello (%zu of %zu bytes)", kind, g.got, g.want());
+    } else if (now > g.deadline_ns) {
+      BRAID_NET_WARN("accept: closed a %s that sent %zu of %zu hello bytes in %d ms", kind, g.got, g.want(), timeout_ms);
+    } else {
+      return false;
+    }
+    ::close(g.fd);
+    return true;
+  });
+  std::erase_if(l->ready, [&](const Greeting& g) {
+    if (now <= g.deadline_ns) return false;
+    BRAID_NET_WARN("accept: closed a connection whose turn did not come in %d ms", timeout_ms);
+    ::close(g.fd);
+    return true;
+  });
+  for (auto it = l->early.begin(); it != l->early.end();) {
+    if (now <= it->second.deadline_ns) {
+      ++it;
+      continue;
+    }
+    BRAID_NET_WARN("accept: closed a data connection whose connection did not come in %d ms", timeout_ms);
+    ::close(it->second.fd);
+    it = l->early.erase(it);
+  }
+}
+
+// Ends the connection being accepted, its streams closed.
+void drop_current(ListenComm* l) {
+  for (auto [fd, n] : l->accepted) ::close(fd);
+  l->accepted.clear();
+  if (l->current_fd >= 0) ::close(l->current_fd);
+  l->current_fd = -1;
+}
+}  // namespace
+
 Result TcpTransport::accept(ListenComm* l, Comm** out) {
   *out = nullptr;
   if (!l) return fail(Result::InvalidArgument, "accept: no listener");
   const int timeout = s_->opt.setup_timeout_ms;
-  for (;;) {
-    if (l->stage == 0) {
-      int fd = accept4(l->control_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Result::Success;
-        return fail(Result::SystemError, "accept: %s", strerror(errno));
-      }
-      l->pending_fd = fd;
-      l->hello_got = 0;
-      l->stage = 1;
+  const int64_t now = now_ns();
+  const int64_t deadline = now + int64_t(timeout) * 1000000;
+  take_connections(l, l->control_fd, -1, deadline);
+  for (size_t n = 0; n < l->data_fds.size(); ++n) take_connections(l, l->data_fds[n], int(n), deadline);
+  read_greetings(l, now, timeout);
+  // The next sender in turn gets the reply (a few hundred bytes: a fresh socket's buffer takes
+  // them at once).
+  while (l->current_fd < 0 && !l->ready.empty()) {
+    Greeting g = l->ready.front();
+    l->ready.pop_front();
+    std::vector<uint8_t> reply(sizeof(Reply) + l->data_addrs.size() * sizeof(WireAddress));
+    Reply rep{kWireMagic, WireKind::Reply, uint32_t(l->data_addrs.size()), 0};
+    std::memcpy(reply.data(), &rep, sizeof rep);
+    std::memcpy(reply.data() + sizeof rep, l->data_addrs.data(), l->data_addrs.size() * sizeof(WireAddress));
+    if (write_exact(g.fd, reply.data(), reply.size(), 100) != Result::Success) {
+      BRAID_NET_WARN("accept: a sender took no reply (%s); closed it", last_error());
+      ::close(g.fd);
+      continue;
     }
-    if (l->stage == 1) {
-      long r = read_some(l->pending_fd, reinterpret_cast<char*>(&l->hello) + l->hello_got, sizeof(Hello) - l->hello_got);
-      if (r == 0) return Result::Success;
-      bool bad = r < 0;
-      if (!bad) {
-        l->hello_got += size_t(r);
-        if (l->hello_got < sizeof(Hello)) continue;
-        const Hello& hh = l->hello;
-        bad = hh.magic != kWireMagic || hh.kind != WireKind::Hello || hh.nonce != l->nonce || hh.nic_count == 0 ||
-              hh.nic_count > uint32_t(kMaxNics) || hh.streams_per_nic == 0 || hh.streams_per_nic > 16;
-      }
-      if (bad) {  // a stranger, or a peer that died: refuse it and keep listening
-        BRAID_NET_WARN("accept: refused a connection that did not present this listener's handle");
-        ::close(l->pending_fd);
-        l->pending_fd = -1;
-        l->stage = 0;
-        continue;
-      }
-      std::vector<uint8_t> reply(sizeof(Reply) + l->data_addrs.size() * sizeof(WireAddress));
-      Reply rep{kWireMagic, WireKind::Reply, uint32_t(l->data_addrs.size()), 0};
-      std::memcpy(reply.data(), &rep, sizeof rep);
-      std::memcpy(reply.data() + sizeof rep, l->data_addrs.data(), l->data_addrs.size() * sizeof(WireAddress));
-      Result wr = write_exact(l->pending_fd, reply.data(), reply.size(), timeout);
-      if (wr != Result::Success) {
-        ::close(l->pending_fd);
-        l->pending_fd = -1;
-        l->stage = 0;
-        return wr;
-      }
-      l->accepted.clear();
-      auto [lo, hi] = l->early.equal_range(l->hello.connection);
-      for (auto it = lo; it != hi; ++it) l->accepted.push_back(it->second);
-      l->early.erase(lo, hi);
-      l->deadline_ns = now_ns() + int64_t(timeout) * 1000000;
-      l->stage = 2;
-    }
-    // Stage 2: the data streams, from every NIC's listener. Never waits for them: the peer's
-    // thread may be inside its own accept, and comes back to its connect only when we return.
-    const size_t expected = size_t(l->hello.nic_count) * l->hello.streams_per_nic;
-    for (bool any = true; any && l->accepted.size() < expected;) {
-      any = false;
-      for (size_t n = 0; n < l->data_fds.size(); ++n) {
-        int fd = accept4(l->data_fds[n], nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) continue;
-        any = true;
-        StreamHello sh{};
-        if (read_exact(fd, &sh, sizeof sh, timeout) != Result::Success || sh.magic != kWireMagic ||
-            sh.kind != WireKind::StreamHello || sh.nonce != l->nonce) {
-          BRAID_NET_WARN("accept: refused a data connection that did not present this listener's handle");
-          ::close(fd);
-          continue;
-        }
-        if (sh.connection == l->hello.connection) l->accepted.push_back({fd, int(n)});
-        else l->early.insert({sh.connection, {fd, int(n)}});
-      }
-    }
-    if (l->accepted.size() < expected) {
-      if (now_ns() < l->deadline_ns) return Result::Success;
-      size_t got = l->accepted.size();
-      for (auto [fd, n] : l->accepted) ::close(fd);
-      l->accepted.clear();
-      ::close(l->pending_fd);
-      l->pending_fd = -1;
-      l->stage = 0;
-      return fail(Result::RemoteError, "accept: %zu of %zu data connections came in %d ms", got, expected, timeout);
-    }
-    int control = l->pending_fd;
-    l->pending_fd = -1;
-    l->stage = 0;
-    auto data = std::move(l->accepted);
-    l->accepted.clear();
-    return s_->build_comm(false, l->nic, int(l->hello.nic_count), control, data, out);
+    l->current_fd = g.fd;
+    l->hello = g.msg.hello;
+    l->deadline_ns = g.deadline_ns;
   }
+  if (l->current_fd < 0) return Result::Success;
+  // The current connection's data streams, as their hellos come in. Never waits for them: the
+  // peer's thread may be inside its own accept, and comes back to its connect only when we return.
+  const size_t expected = size_t(l->hello.nic_count) * l->hello.streams_per_nic;
+  auto [lo, hi] = l->early.equal_range(l->hello.connection);
+  for (auto it = lo; it != hi && l->accepted.size() < expected;) {
+    l->accepted.push_back({it->second.fd, it->second.nic});
+    it = l->early.erase(it);
+  }
+  if (l->accepted.size() < expected) {
+    if (now < l->deadline_ns) return Result::Success;
+    size_t got = l->accepted.size();
+    drop_current(l);
+    return fail(Result::RemoteError, "accept: %zu of %zu data connections came in %d ms", got, expected, timeout);
+  }
+  int control = l->current_fd;
+  l->current_fd = -1;
+  auto data = std::move(l->accepted);
+  l->accepted.clear();
+  return s_->build_comm(false, l->nic, int(l->hello.nic_count), control, data, out);
 }
 
 Result TcpTransport::isend(Comm* c, const void* data, size_t bytes, Request** out) {
@@ -1035,6 +1170,7 @@ Result TcpTransport::irecv(Comm* c, void* data, size_t bytes, Request** out) {
     req->seq = c->next_seq++;
     req->total.store(kNoTotal);
     req->received.store(0);
+    req->claimed.clear();
     c->posted[req->seq] = req;
     *out = req;
   }
@@ -1094,10 +1230,11 @@ Result TcpTransport::close(Comm* c) {
 Result TcpTransport::close_listen(ListenComm* l) {
   if (!l) return Result::Success;
   if (l->control_fd >= 0) ::close(l->control_fd);
-  if (l->pending_fd >= 0) ::close(l->pending_fd);
   for (int fd : l->data_fds) ::close(fd);
-  for (auto [fd, n] : l->accepted) ::close(fd);
-  for (auto& [id, e] : l->early) ::close(e.first);
+  for (const Greeting& g : l->greeting) ::close(g.fd);
+  for (const Greeting& g : l->ready) ::close(g.fd);
+  for (auto& [id, e] : l->early) ::close(e.fd);
+  drop_current(l);
   delete l;
   return Result::Success;
 }
@@ -1109,7 +1246,9 @@ int64_t TcpTransport::damper_hold_ns(Comm* c, int nic) {
 
 CommStats TcpTransport::stats(Comm* c) {
   std::lock_guard<std::mutex> lock(c->mu);
-  return c->stats;
+  CommStats st = c->stats;
+  st.retired_streams = c->dead_streams.load();
+  return st;
 }
 
 }  // namespace braid::net

@@ -22,6 +22,7 @@ struct CommStats {
   int64_t last_change_ns = 0;       // when it last changed (CLOCK_MONOTONIC)
   uint64_t relayed_bytes = 0;       // sent from a peer GPU's relay slot (D1)
   uint64_t relay_fallback_bytes = 0;  // meant for a relay, sent on the direct NIC: no room
+  int retired_streams = 0;          // streams (data and control) that ended: closed, broken or failed
 };
 
 class Transport {

@@ -26,8 +26,11 @@ struct PciePath {
   // after the orchestrator whose share may use it.
   StagingMemory staging;
   std::mutex mutex;  // held by the thread issuing a collective on the communicator
-  bool attempted = false;
+  bool attempted = false;  // braid's part was made, or will never be: `orchestrator` says which
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
+  // The paths every rank admits (multipath/paths_admitted.h), agreed at the first call of 1 MiB or
+  // more: braid makes its part at the first call one of them takes.
+  std::optional<multipath::PathsAdmitted> admitted;
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
   // checks need them all; the orchestrator gets those braid can remake (remakeable()).

@@ -41,6 +41,13 @@ inline TcpOptions options(int nics, Schedule schedule = Schedule::FuseLink) {
   return o;
 }
 
+// One NIC, and a set-up deadline short enough for a test to see it pass.
+inline TcpOptions short_setup_options() {
+  TcpOptions o = options(1);
+  o.setup_timeout_ms = 300;
+  return o;
+}
+
 struct Pair {
   Comm* send = nullptr;
   Comm* recv = nullptr;

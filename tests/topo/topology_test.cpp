@@ -84,7 +84,8 @@ struct Expected {
 };
 
 const std::map<std::string, Expected> kBundled = {
-    {"h200x2", {2, 1, 0, 1}},          {"hylink-3090x4", {4, 2, 0, 1}},
+    {"h200x2", {2, 1, 0, 1}},          {"h200x4", {4, 1, 0, 1}},
+    {"h200x8", {8, 2, 8, 1}},          {"hylink-3090x4", {4, 2, 0, 1}},
     {"flexlink-h800x8", {8, 2, 8, 1}}, {"nimble-h100-2x4", {8, 4, 8, 2}},
     {"fuselink-2x8", {16, 4, 16, 2}},  {"pcie-8gpu-2socket", {8, 2, 0, 1}},
 };

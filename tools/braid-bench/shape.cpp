@@ -48,19 +48,6 @@ double algbw_gbps(Collective c, const Shape& s, DataType type, int nranks, doubl
   return bytes / 1.0e9 / seconds;
 }
 
-double busbw_factor(Collective c, int nranks) {
-  const double n = nranks;
-  switch (c) {
-    case Collective::AllReduce: return 2.0 * (n - 1) / n;
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll: return (n - 1) / n;
-    case Collective::Broadcast:
-    case Collective::Reduce: return 1.0;
-  }
-  return 1.0;
-}
-
 std::string bench_name(Collective c) { return kNames[static_cast<size_t>(c)]; }
 
 bool parse_bench_name(const std::string& text, Collective* out) {

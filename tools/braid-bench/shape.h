@@ -21,9 +21,9 @@ struct Shape {
 // nccl-tests' GetCollByteCount for `size` bytes of `type` over `nranks`.
 Shape shape_of(Collective c, size_t size, DataType type, int nranks);
 
-// nccl-tests' GetBw: algorithm bandwidth (GB/s, 1e9) and the bus bandwidth factor.
+// nccl-tests' GetBw: algorithm bandwidth (GB/s, 1e9); the bus bandwidth factor is common/types.h's.
 double algbw_gbps(Collective c, const Shape& s, DataType type, int nranks, double seconds);
-double busbw_factor(Collective c, int nranks);
+using braid::busbw_factor;
 
 // "all_reduce", ... as nccl-tests' binaries are named; and back.
 std::string bench_name(Collective c);

@@ -12,6 +12,7 @@
 
 #include "alltoallv.h"
 #include "fuselink.h"
+#include "versus_nccl.h"
 #include "common/result.h"
 #include "common/sizes.h"
 #include "common/types.h"
@@ -68,7 +69,20 @@ int main(int argc, char** argv) {
   fuselink->add_option("--kv-bytes", fl.kv_bytes, "serving: mean KV cache per request");
   fuselink->add_option("--requests", fl.requests, "serving: requests per instance");
   fuselink->add_option("--seed", fl.seed, "seed of the random scenarios");
+  sim::VersusNcclArgs vn;
+  CLI::App* versus = app.add_subcommand(
+      "versus-nccl", "predicted braid/NCCL ratios on an H200 machine, from the model calibrated to the stored "
+                     "measurements, beside the measured ratios");
+  versus->add_option("--topo,-t", vn.topo, "bundled topology name or JSON file (h200x2, h200x4, h200x8)");
+  versus->add_option("-g,--ranks", vn.ranks, "ranks (default: the topology's GPU count)");
+  versus->add_option("-b,--minbytes", vn.min_bytes, "smallest size");
+  versus->add_option("-e,--maxbytes", vn.max_bytes, "largest size");
+  versus->add_option("-f,--stepfactor", vn.factor, "size multiplier");
+  versus->add_option("-C,--collective", vn.collectives, "collectives");
+  versus->add_option("--calibration", vn.calibration, "measurements JSON (default: bench/calibration/h200-measured.json)");
+  versus->add_option("-J,--json", vn.json_path, "also write the rows as JSON");
   CLI11_PARSE(app, argc, argv);
+  if (versus->parsed()) return sim::run_versus_nccl(vn);
   if (alltoallv->parsed()) return sim::run_alltoallv(a2av);
   if (fuselink->parsed()) return sim::run_fuselink(fl);
 
