@@ -70,7 +70,7 @@ def h200_nvswitch(name, description, gpus, numa_count, cores_per_numa, nics=0):
     GB/s per direction), each GPU on PCIe Gen5 x16 to its socket (55 GB/s each way measured for
     one GPU alone, 50 + 50 both ways at once). A socket's host side (root complex and DRAM) is
     one shared cap: 170 GB/s through it in all, measured with four GPUs copying both ways at
-    once (21.4 + 21.4 GB/s each) on nvidia-h200-x4."""
+    once (21.4 + 21.4 GB/s each) on the 4x H200 server."""
     m = Machine(name, description, host_memcpy_gbps=12.0, pcie_both_ways_gbps=50.0)
     numas = [m.node(f"numa{s}", "numa", memory_gbps=170.0, cores=cores_per_numa) for s in range(numa_count)]
     nvswitch = m.node("nvswitch0", "nvswitch")
@@ -90,11 +90,11 @@ def h200_nvswitch(name, description, gpus, numa_count, cores_per_numa, nics=0):
 def h200x4():
     h200_nvswitch(
         "h200x4",
-        "The lent nvidia-h200-x4: 4x H200 SXM, every GPU on an NVSwitch with NV18 (18 links x 26.6 "
-        "GB/s per direction), one NUMA node with 64 vCPUs. PCIe Gen5 x16 per GPU: 55 GB/s each way "
+        "A 4x H200 SXM server, the one braid's four-GPU figures were measured on: every GPU on an "
+        "NVSwitch with NV18 (18 links x 26.6 GB/s per direction), one NUMA node with 64 vCPUs. PCIe Gen5 x16 per GPU: 55 GB/s each way "
         "for one GPU alone, 50 + 50 both ways at once; with all four GPUs copying both ways, 21.4 + "
         "21.4 GB/s each, about 170 GB/s through the host in all: numa0's memory_gbps is that "
-        "aggregate cap (DESIGN.md, 'Facts measured on four H200s', 28 Nov). host_memcpy_gbps 12 "
+        "aggregate cap (measured 28 Nov, bench/calibration/README.md). host_memcpy_gbps 12 "
         "per core is an estimate. GPU memory 4800 GB/s is the H200 datasheet figure.",
         gpus=4, numa_count=1, cores_per_numa=64)
 
@@ -102,11 +102,11 @@ def h200x4():
 def h200x8():
     h200_nvswitch(
         "h200x8",
-        "An HGX H200 x8 (not yet lent: a model, not a measured machine): 8x H200 SXM on NVSwitch "
+        "An HGX H200 x8 (a model, not a measured machine): 8x H200 SXM on NVSwitch "
         "with NV18 each (18 x 26.6 GB/s per direction), PCIe Gen5 x16 per GPU (55 GB/s each way "
         "alone, 50 + 50 both ways, as measured on 2x and 4x H200), 2 sockets with 4 GPUs and 4 "
         "NICs each. Each socket's host side is assumed to cap at the 170 GB/s in all measured "
-        "through the one-socket nvidia-h200-x4 with four GPUs busy; the sockets joined by ~100 GB/s "
+        "through the one-socket 4x H200 server with four GPUs busy; the sockets joined by ~100 GB/s "
         "per direction (estimate). 8 NICs of 400 Gb/s (50 GB/s) as HGX servers carry. 56 cores "
         "per socket is typical of such servers, an assumption. GPU memory 4800 GB/s (datasheet).",
         gpus=8, numa_count=2, cores_per_numa=56, nics=8)

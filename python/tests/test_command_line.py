@@ -90,7 +90,8 @@ def test_topo_shows_whole_words_and_no_internal_wording(run_braid):
             f"{name}: cut mid-word: {text!r}"
     for path in braid.topology_dir().glob("*.json"):
         description = json.loads(path.read_text())["description"]
-        assert "device machine" not in description and "nvidia-h200" not in description, path.name
+        # The machines these were measured on are described, not named as this project's lab calls them.
+        assert not re.search(r"device machine|nvidia-h200|\blent\b|DESIGN\.md", description), path.name
 
 
 @pytest.mark.parametrize("args,names", [
