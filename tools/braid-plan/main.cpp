@@ -5,7 +5,8 @@
 //              [--root R] [--deterministic] [--in-place] [--cost-only]
 //   braid-plan --list-topologies
 //   braid-plan --show-topology [--topo NAME]   the topology as JSON (default: this machine's)
-//   braid-plan --show-settings                 every BRAID_* setting as JSON, with the value set
+//   braid-plan --show-settings                 every BRAID_* setting as JSON: the value set, braid's
+//                                              reading of it, refused or not; unknown BRAID_* names
 // The last two are what `braid doctor` reads (python/braid/doctor.py).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -38,8 +39,9 @@ std::string join(const std::vector<int>& v) {
 // nccl-tests' algbw: the message size (whole output for the gathering collectives) per second.
 double algbw_gbps(size_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
-// The settings table with each variable's value where the environment sets it (unparsed: a bad
-// value is shown as typed; the settings layer warns about it where it is read).
+// The settings table with each variable's value where the environment sets it: the text as
+// typed, what braid makes of it (the library's own parse) and whether braid refuses it; then every
+// BRAID_* variable braid does not know, with the nearest name it knows.
 std::string settings_json() {
   nlohmann::json rows = nlohmann::json::array();
   for (const SettingInfo& s : setting_table()) {
@@ -48,10 +50,19 @@ std::string settings_json() {
     if (def.size() >= 2 && def.front() == '"' && def.back() == '"') def = def.substr(1, def.size() - 2);
     nlohmann::json row = {{"name", s.env_name}, {"type", s.type}, {"default", def},
                           {"description", s.description}};
-    if (const char* value = std::getenv(s.env_name)) row["value"] = value;
+    if (s.ranged) row["range"] = {s.min, s.max};
+    if (const char* value = std::getenv(s.env_name)) {
+      const SettingParse parsed = parse_setting(s, value);
+      row["value"] = value;
+      row["parsed"] = parsed.value;
+      row["refused"] = !parsed.accepted;
+      if (!parsed.accepted) row["reason"] = parsed.reason;
+    }
     rows.push_back(row);
   }
-  return rows.dump(1);
+  for (const UnknownSetting& u : unknown_settings())
+    rows.push_back({{"name", u.name}, {"type", "Unknown"}, {"value", std::getenv(u.name.c_str())}, {"nearest", u.nearest}});
+  return rows.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);  // any bytes a variable holds
 }
 
 }  // namespace
