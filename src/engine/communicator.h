@@ -23,6 +23,7 @@
 #include "engine/executor.h"
 #include "engine/schedule.h"
 #include "engine/shm.h"
+#include "engine/watchdog.h"
 #include "engine/worker_pool.h"
 #include "reduce/reduce.h"
 #include "topo/topology.h"
@@ -133,6 +134,12 @@ class Communicator {
   Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,
                       DataType type, const dsl::Program* given, const Schedule** out);
   std::string describe_rank(int rank) const;
+  // Posts this rank's failure (its cause) in the control segment, then raises the abort word
+  // naming it (if none is raised yet): the others then fail at once with that cause.
+  void post_failure(int rank, const std::string& text);
+  std::string failure_text(int rank) const;  // what `rank` posted; empty if nothing
+  // Why the abort word is raised, for a wait it ended "during" something.
+  std::string abort_text(const char* during) const;
 
   int rank_ = 0;
   int nranks_ = 1;
@@ -143,7 +150,7 @@ class Communicator {
   std::vector<SharedSegment> staging_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<Executor> executor_;
-  std::vector<std::pair<int, pid_t>> peers_;  // other processes' ranks, for death checks
+  std::vector<PeerProcess> peers_;  // other processes' ranks, for death checks
   uint64_t calls_ = 0;
   uint64_t barriers_ = 0;
   uint64_t runs_ = 0;
