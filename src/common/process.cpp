@@ -34,7 +34,8 @@ uint64_t pid_namespace() {
 }
 
 bool peer_process_dead(pid_t pid, uint64_t pid_ns) {
-  static const uint64_t own = pid_namespace();
+  // Not cached: a process forked after unshare(CLONE_NEWPID) lives in a namespace its parent does not.
+  const uint64_t own = pid_namespace();
   if (pid_ns != 0 && own != 0 && pid_ns != own) return false;
   return process_dead(pid);
 }
