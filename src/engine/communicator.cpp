@@ -25,7 +25,7 @@
 namespace braid::engine {
 namespace {
 
-constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, lazily backed)
+constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, allocated at set-up)
 constexpr int kScratchSlices = 4;
 
 std::string call_text(const CallRecord& c) {
@@ -64,9 +64,10 @@ std::string mib(uint64_t bytes) {
 
 // The failure to report when /dev/shm cannot hold a communicator's segments (last_error() holds
 // the allocation's own): what is there, what braid needs, and what to do.
-Result shm_shortage(size_t control, size_t staging, int numa_count) {
+Result shm_shortage(int nranks, size_t staging, int numa_count) {
   const std::string cause = last_error();
-  const uint64_t need = control + staging * static_cast<uint64_t>(numa_count);
+  const uint64_t control = control_bytes(nranks, kCounterCapacity);
+  const uint64_t need = shm_bytes_needed(nranks, numa_count, staging);
   ShmSpace space;
   if (!shm_space(&space))
     return fail(Result::SystemError, "braid's shared memory for this communicator (%s) cannot be allocated: %s",
@@ -83,6 +84,10 @@ Result shm_shortage(size_t control, size_t staging, int numa_count) {
 }
 
 }  // namespace
+
+size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes) {
+  return control_bytes(nranks, kCounterCapacity) + staging_bytes / 64 * 64 * static_cast<size_t>(std::max(1, numa_nodes));
+}
 
 CommId CommId::random() {
   CommId id;
@@ -143,7 +148,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   if (rank == 0) {
     remove_stale_segments();  // left by a set-up that was killed
     Result r = SharedSegment::create(names[0], control_size, &c->control_, nullptr, control_head);
-    if (r != Result::Success) return shm_shortage(control_size, c->staging_bytes_, numa_count);
+    if (r != Result::Success) return shm_shortage(nranks, c->staging_bytes_, numa_count);
     ControlHeader* h = control_header(c->control_.data());
     h->nranks.store(static_cast<uint64_t>(nranks));
     h->counter_capacity.store(kCounterCapacity);
@@ -199,7 +204,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
       }
     }
     if (r != Result::Success)
-      return failed_before_attach(shm_shortage(control_size, c->staging_bytes_, numa_count));
+      return failed_before_attach(shm_shortage(nranks, c->staging_bytes_, numa_count));
   } else {
     for (int i = 0; i < numa_count; ++i) {
       SharedSegment seg;

@@ -43,6 +43,10 @@ struct BlockRange {
   size_t count = kWhole;  // kWhole: the whole block
 };
 
+// Bytes of /dev/shm a communicator's set-up allocates (at rank 0): its control segment and a
+// staging segment of `staging_bytes` per NUMA node.
+size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes);
+
 class Communicator {
  public:
   // Collective over all `nranks` ranks: each calls create with the same id. `backend` stays

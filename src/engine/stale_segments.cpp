@@ -51,7 +51,7 @@ bool read_creator(const std::string& path, pid_t* pid, uint64_t* pid_ns, bool* i
 }  // namespace
 
 std::vector<ShmFile> braid_shm_files() {
-  static const std::regex engine_name("braid-([0-9a-f]{32})-(ctl|stage[0-9]+)");
+  static const std::regex engine_name("braid-([0-9a-f]{32})-(ctl|stage[0-9]+|board)");
   std::vector<ShmFile> files;
   DIR* dir = opendir(kShmDir);
   if (dir == nullptr) return files;
@@ -69,6 +69,8 @@ std::vector<ShmFile> braid_shm_files() {
     f.engine = std::regex_match(name, m, engine_name);
     if (!f.engine) {
       f.state = "not a communicator's segment (the net plugin's?)";
+    } else if (m[2] == "board") {
+      f.state = "a communicator's exchange board (removed at its end)";
     } else if (m[2] == "ctl") {
       pid_t pid = 0;
       uint64_t pid_ns = 0;
@@ -91,7 +93,7 @@ std::vector<ShmFile> braid_shm_files() {
   closedir(dir);
   // Staging segments follow their control segment; without one they are orphans once old.
   for (ShmFile& f : files) {
-    if (!f.engine || f.name.ends_with("-ctl")) continue;
+    if (!f.engine || f.name.find("-stage") == std::string::npos) continue;
     const std::string ctl = f.name.substr(0, f.name.rfind('-')) + "-ctl";
     const ShmFile* owner = nullptr;
     for (const ShmFile& g : files)
