@@ -148,7 +148,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   if (rank == 0) {
     remove_stale_segments();  // left by a set-up that was killed
     Result r = SharedSegment::create(names[0], control_size, &c->control_, nullptr, control_head);
-    if (r != Result::Success) return shm_shortage(nranks, c->staging_bytes_, numa_count);
+    if (r != Result::Success) return SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count) : r;
     ControlHeader* h = control_header(c->control_.data());
     h->nranks.store(static_cast<uint64_t>(nranks));
     h->counter_capacity.store(kCounterCapacity);
@@ -165,6 +165,9 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
                     names[0].c_str(), timeout);
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+    if (h->nranks.load() != static_cast<uint64_t>(nranks))
+      return fail(Result::InvalidUsage, "rank %d was created for %d ranks but rank 0 for %llu", rank, nranks,
+                  static_cast<unsigned long long>(h->nranks.load()));
   }
   ControlHeader* header = control_header(c->control_.data());
   RankRecord* records = rank_records(c->control_.data());
@@ -189,9 +192,6 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     if (header->opened.load() >= static_cast<uint64_t>(nranks)) unlink_all();
     return fail(Result::RemoteError, "%s", c->abort_text("set-up").c_str());
   };
-  if (header->nranks.load() != static_cast<uint64_t>(nranks))
-    return failed_before_attach(fail(Result::InvalidUsage, "rank %d was created for %d ranks but rank 0 for %llu", rank,
-                                     nranks, static_cast<unsigned long long>(header->nranks.load())));
   if (fault_injected(FaultStep::Segments, rank)) return failed_before_attach(injected_failure(FaultStep::Segments, rank));
   if (rank == 0) {
     Result r = c->control_.allocate(control_head, control_size - control_head);
@@ -204,7 +204,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
       }
     }
     if (r != Result::Success)
-      return failed_before_attach(shm_shortage(nranks, c->staging_bytes_, numa_count));
+      return failed_before_attach(SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count) : r);
   } else {
     for (int i = 0; i < numa_count; ++i) {
       SharedSegment seg;

@@ -43,7 +43,7 @@ inline constexpr int kPathSignals = 8;
 // A rank that fails during set-up writes why here before it raises the abort word naming it, so
 // the others fail at once with its cause (a string, NUL-terminated; read only by the one the abort
 // word names).
-inline constexpr size_t kFailureTextBytes = 320;
+inline constexpr size_t kFailureTextBytes = 1024;
 
 struct alignas(64) RankRecord {
   std::atomic<uint64_t> pid;

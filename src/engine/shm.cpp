@@ -66,13 +66,21 @@ bool shm_space(ShmSpace* out) {
   return true;
 }
 
+namespace {
+thread_local bool t_out_of_space = false;
+}  // namespace
+
+bool SharedSegment::out_of_space() { return t_out_of_space; }
+
 Result SharedSegment::allocate(size_t offset, size_t bytes) {
+  t_out_of_space = false;
   if (mapping_ == nullptr || mapping_->fd < 0 || offset > mapping_->size)
     return fail(Result::InternalError, "shared segment %s: allocate without its creator's descriptor", name_.c_str());
   bytes = std::min(bytes, mapping_->size - offset);
   if (bytes == 0) return Result::Success;
   const int err = posix_fallocate(mapping_->fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
   if (err == 0) return Result::Success;
+  t_out_of_space = err == ENOSPC || err == ENOMEM || err == EFBIG;
   ShmSpace space;
   const bool known = shm_space(&space);
   return fail(Result::SystemError, "could not allocate %zu bytes of shared memory for %s: %s (%s: %llu MiB, %llu MiB free)",
@@ -86,6 +94,7 @@ SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept = defaul
 
 Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists, size_t reserve) {
   std::lock_guard lock(registry_mutex());
+  t_out_of_space = false;
   if (exists != nullptr) *exists = false;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0 && errno == EEXIST && exists != nullptr) {

@@ -35,6 +35,9 @@ class SharedSegment {
   // Allocates bytes [offset, offset + bytes) of a segment this process created; a /dev/shm too
   // small fails with SystemError naming its size and free space.
   Result allocate(size_t offset, size_t bytes);
+  // Whether this thread's last allocation (create or allocate) failed for want of room in /dev/shm
+  // (ENOSPC, or ENOMEM where a memory limit holds it), rather than for another reason.
+  static bool out_of_space();
   // Opens an existing segment, retrying until it exists with `bytes` bytes or `timeout_s` passed.
   // `abort_word` (may be null) set ends the wait with RemoteError.
   static Result open(const std::string& name, size_t bytes, double timeout_s,
