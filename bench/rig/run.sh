@@ -48,6 +48,10 @@
 #                  collective; alltoall also with BRAID_ROUTE_EXCHANGES=2), -p 1, -G 1,
 #                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
 #                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
+#   speed N        real GPUs, a process per GPU (N or more GPUs): nccl-tests all_gather, all_reduce
+#                  and reduce_scatter -c 1 from RIG_SPEED_MIN (16M) to RIG_GPUS_MAX (1G), plain
+#                  NCCL and braid alternating RIG_SPEED_PAIRS (2) times, each pair a mode of its own
+#                  (mpiN-pK) in bench/rig/busbw_table.py's table, so that every ratio is in one call
 #   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
 #                  alltoall, sendrecv, scatter, gather, hypercube (and alltoallv where the rig has
 #                  it), RIG_ROUTE_SIZES (-b 1K -e 256M -f 4), plain NCCL and through braid with
@@ -407,6 +411,25 @@ suite_compete() {
   return 0
 }
 
+# Real GPUs, a process per GPU, the speed only: braid against plain NCCL in alternating pairs.
+suite_speed() {
+  local n=$1 p c how have sizes=(-b "${RIG_SPEED_MIN:-16M}" -e "${RIG_GPUS_MAX:-1G}" -f 4 -n 10 -w 3 -c 1 -T 40)
+  have=$(gpus_here)
+  if ((have < n)); then say "SKIPPED speed $n: $have GPUs here"; return 0; fi
+  local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
+  for ((p = 0; p < ${RIG_SPEED_PAIRS:-2}; p++)); do
+    for c in all_gather all_reduce reduce_scatter; do
+      for how in plain braid; do
+        launch "$how" "$n"
+        run "$OUT/speed/${how}_mpi$n-p${p}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}"
+      done
+    done
+  done
+  rank_wrap=("${saved_wrap[@]}")
+  python3 "$root/bench/rig/busbw_table.py" "$OUT/speed" > "$OUT/speed_table.txt"
+  cat "$OUT/speed_table.txt" >> "$rig_summary"
+}
+
 # Real GPUs, one per rank (no rig wrapper: a machine with N GPUs or more), in nccl-tests' launch
 # modes: -t N -g 1 (one process, a thread per GPU: its default), -g N (one thread driving all GPUs
 # through groups; braid with BRAID_SPLIT_GROUPS=auto, its default, and =1), one process per GPU (MPI, as torchrun
@@ -604,6 +627,7 @@ while ((i < ${#args[@]})); do
     net) suite_net "$n" ;;
     compete) suite_compete "$n" ;;
     gpus) suite_gpus "$n" ;;
+    speed) suite_speed "$n" ;;
     route) suite_route "$n" ;;
     copy) suite_copy "$n" ;;
     graph) suite_graph "$n" ;;
@@ -617,7 +641,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus route copy graph nvlink 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus speed route copy graph nvlink 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)

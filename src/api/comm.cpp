@@ -30,6 +30,8 @@ namespace {
 constexpr char kIdTag[8] = {'b', 'r', 'a', 'i', 'd', 'i', 'd', '1'};
 static_assert(sizeof(kIdTag) + sizeof(engine::CommId::bytes) <= BRAID_UNIQUE_ID_BYTES);
 
+}  // namespace
+
 // Discovery reads sysfs and NVML: do it once per process, not once per rank thread.
 Result machine_topology(topo::Topology* out) {
   static std::mutex mutex;
@@ -47,6 +49,8 @@ Result machine_topology(topo::Topology* out) {
   return Result::Success;
 }
 
+namespace {
+
 Result cuda_check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Result::Success;
   return fail(Result::UnhandledCudaError, "%s: %s", what, cudaGetErrorString(e));
@@ -58,7 +62,8 @@ Result nccl_check(const NcclCalls& nccl, ncclResult_t r, const char* what) {
               nccl.ncclGetErrorString != nullptr ? nccl.ncclGetErrorString(r) : "no error text");
 }
 
-Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank) {
+Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank,
+                 engine::CommunicatorOptions options = {}) {
   if (out == nullptr) return fail(Result::InvalidArgument, "braidCommInitRank: comm pointer is null");
   *out = nullptr;
   if (nranks < 1) return fail(Result::InvalidArgument, "braidCommInitRank: nranks %d < 1", nranks);
@@ -89,7 +94,7 @@ Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank
                 "braidCommInitRank: CUDA backend on GPU %d failed: %s", device, text.c_str());
   }
   BRAID_TRY(engine::Communicator::create(comm_id, rank, nranks, topology, comm->backend.get(),
-                                         &comm->engine));
+                                         &comm->engine, options));
   BRAID_INFO(Init, "braidCommInitRank: rank %d/%d on GPU %d ready", rank, nranks, device);
   *out = comm.release();
   return Result::Success;
@@ -121,7 +126,8 @@ namespace {
 
 // braid's communicator beside `nccl`: from `given` (an engine::CommId every rank holds), else from an
 // id rank 0 makes and broadcasts through NCCL.
-Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (*given)[16]) {
+Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (*given)[16],
+                         engine::CommunicatorOptions options) {
   if (!calls.can_bootstrap())
     return fail(Result::InternalError, "braidCommInitFromNccl: NCCL entry points missing");
   if (out == nullptr) return fail(Result::InvalidArgument, "braidCommInitFromNccl: comm pointer is null");
@@ -150,19 +156,19 @@ Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& cal
                           return calls.ncclBroadcast(buffer, buffer, sizeof id, ncclUint8, 0, nccl, stream);
                         });
   }
-  if (r == Result::Success) r = init_rank(out, nranks, id, rank);
+  if (r == Result::Success) r = init_rank(out, nranks, id, rank, options);
   cudaSetDevice(previous);
   return r;
 }
 
 }  // namespace
 
-Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls) {
-  return init_through_nccl(out, nccl, calls, nullptr);
+Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, engine::CommunicatorOptions options) {
+  return init_through_nccl(out, nccl, calls, nullptr, options);
 }
 
 Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (&id)[16]) {
-  return init_through_nccl(out, nccl, calls, &id);
+  return init_through_nccl(out, nccl, calls, &id, {});
 }
 
 ncclResult_t finish(braidComm* comm, Result r) {

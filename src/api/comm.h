@@ -42,4 +42,7 @@ inline ncclResult_t to_nccl(Result r) { return static_cast<ncclResult_t>(r); }
 // Records the thread's last error text on `comm` (when given) and converts the result.
 ncclResult_t finish(braidComm* comm, Result r);
 
+// This machine's topology (discovered once per process, or BRAID_TOPO_FILE's).
+Result machine_topology(topo::Topology* out);
+
 }  // namespace braid::api

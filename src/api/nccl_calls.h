@@ -32,8 +32,10 @@ struct NcclCalls {
   }
 };
 
-// braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks.
-Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl);
+// braidCommInitFromNccl through `nccl`: collective over the NCCL communicator's ranks. `options`:
+// what braid's engine is made for (every rank passes the same).
+Result init_from_nccl(braidComm_t* out, ncclComm_t comm, const NcclCalls& nccl,
+                      engine::CommunicatorOptions options = {});
 // The same from an id every rank already holds (engine::CommId bytes), with no NCCL call on `comm`
 // but its queries: for a point that is not a collective call on it (the ranks of a send/recv group
 // that met on the exchange board, engine/exchange_board.h).

@@ -4,13 +4,15 @@
 
 #include <cstdlib>
 
-#include "common/preload_setting.h"
 #include "cuda/driver_calls.h"
 
 namespace braid::cuda {
 
-void ask_for_eager_module_loading() {
-  if (preload_setting_on("BRAID_EAGER_MODULE_LOADING")) setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+void ask_for_eager_module_loading() { setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0); }
+
+bool environment_asks_for_eager_loading() {
+  const char* text = std::getenv("CUDA_MODULE_LOADING");
+  return text != nullptr && strcasecmp(text, "EAGER") == 0;
 }
 
 bool module_loading_is_lazy() {

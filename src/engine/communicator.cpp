@@ -86,7 +86,7 @@ Result shm_shortage(int nranks, size_t staging, int numa_count) {
 }  // namespace
 
 size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes) {
-  return control_bytes(nranks, kCounterCapacity) + staging_bytes / 64 * 64 * static_cast<size_t>(std::max(1, numa_nodes));
+  return control_bytes(nranks, kCounterCapacity) + staging_bytes / 64 * 64 * static_cast<size_t>(std::max(0, numa_nodes));
 }
 
 CommId CommId::random() {
@@ -111,7 +111,7 @@ std::string CommId::hex() const {
 
 Result Communicator::create(const CommId& id, int rank, int nranks,
                             const topo::Topology& topology, device::Backend* backend,
-                            std::unique_ptr<Communicator>* out) {
+                            std::unique_ptr<Communicator>* out, CommunicatorOptions options) {
   if (nranks < 1 || nranks > 65535)
     return fail(Result::InvalidArgument, "nranks %d out of range (1..65535)", nranks);
   if (rank < 0 || rank >= nranks)
@@ -132,7 +132,8 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   c->staging_bytes_ =
       (cfg.staging_bytes > 0 ? static_cast<size_t>(cfg.staging_bytes) : backend->preferred_staging_bytes()) / 64 * 64;
   c->slice_bytes_ = cfg.slice_bytes > 0 ? static_cast<size_t>(cfg.slice_bytes) : backend->preferred_slice_bytes();
-  const int numa_count = std::max<int>(1, static_cast<int>(topology.numa_nodes().size()));
+  // Staging segments, one per NUMA node: none without the host path.
+  const int numa_count = options.host_path ? std::max<int>(1, static_cast<int>(topology.numa_nodes().size())) : 0;
   const double timeout = cfg.timeout;
   const size_t control_size = control_bytes(nranks, kCounterCapacity);
   const size_t control_head = control_bytes(nranks, 0);  // where a failure is posted: allocated first
@@ -258,6 +259,12 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     if (Result reg = backend->register_host(seg.data(), seg.size()); reg != Result::Success) return failed_setup(reg);
   backend->set_timeout(timeout);
   backend->set_abort_flag(&header->abort);
+  if (!options.host_path) {
+    BRAID_INFO(Init, "rank %d/%d: communicator %s for meetings and signals only (no staging, workers or scratch)",
+               rank, nranks, c->name_prefix_.c_str());
+    *out = std::move(c);
+    return Result::Success;
+  }
 
   // The worker pool: BRAID_THREADS / BRAID_CPU_LIST, else the cores of this rank's NUMA node
   // shared by the ranks staging there.
@@ -330,6 +337,15 @@ Communicator::~Communicator() {
     if (control_.data() != nullptr) backend_->unregister_host(control_.data());
   }
   pool_.reset();
+}
+
+Communicator::Footprint Communicator::footprint() const {
+  Footprint f;
+  f.pinned_bytes = control_.size();
+  for (const auto& seg : staging_) f.pinned_bytes += seg.size();
+  if (executor_ != nullptr) f.device_bytes = kScratchSlices * slice_bytes_;
+  if (pool_) f.threads = pool_->size();
+  return f;
 }
 
 std::vector<std::string> Communicator::segment_names() const {
@@ -424,7 +440,7 @@ Result Communicator::report_failure(Collective c, const RunFailure& f, double wa
       abort_reason(h->abort.load()) == AbortReason::LocalError && abort_culprit(h->abort.load()) == rank_)
     text += ": " + backend_text;
   backend_->abort();
-  pool_->drop_pending();
+  if (pool_) pool_->drop_pending();
   record_failed(Result::RemoteError, text);
   return fail(Result::RemoteError, "%s", text.c_str());
 }
@@ -555,6 +571,9 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
                                 DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
                                 const dsl::Program* program, Range range) {
   BRAID_TRY(check_usable());
+  if (executor_ == nullptr)
+    return fail(Result::InvalidUsage, "%s: this communicator was made without braid's host path",
+                std::string(collective_name(c)).c_str());
   if (program != nullptr) {
     c = program->collective;
     root = program->root;

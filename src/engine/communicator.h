@@ -47,12 +47,20 @@ struct BlockRange {
 // staging segment of `staging_bytes` per NUMA node.
 size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes);
 
+// What a communicator is made for. Without the host path it holds only the control segment:
+// meetings, exchanges and the path signals braid's NVLink path uses, and no staging, worker
+// threads or device scratch (its collectives fail). Every rank must pass the same.
+struct CommunicatorOptions {
+  bool host_path = true;
+};
+
 class Communicator {
  public:
   // Collective over all `nranks` ranks: each calls create with the same id. `backend` stays
   // owned by the caller and must outlive the communicator.
   static Result create(const CommId& id, int rank, int nranks, const topo::Topology& topology,
-                       device::Backend* backend, std::unique_ptr<Communicator>* out);
+                       device::Backend* backend, std::unique_ptr<Communicator>* out,
+                       CommunicatorOptions options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -60,6 +68,14 @@ class Communicator {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   const topo::Topology& topology() const { return topology_; }
+
+  // What this communicator holds: pinned (registered) host memory, device memory and threads.
+  struct Footprint {
+    size_t pinned_bytes = 0;
+    size_t device_bytes = 0;
+    int threads = 0;
+  };
+  Footprint footprint() const;
 
   // NCCL conventions: counts are per rank (AllReduce, Broadcast, Reduce), the send count
   // (AllGather), the receive count (ReduceScatter), the count per peer (AllToAll). `scalar` is

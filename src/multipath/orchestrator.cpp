@@ -65,7 +65,7 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
 }
 
 Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                            std::shared_ptr<const NcclConfigCopy> config) {
+                            std::shared_ptr<const NcclConfigCopy> config, const PathsAdmitted* admitted) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   // What follows registers host memory and allocates (calls that wait for the device and hold
@@ -75,7 +75,10 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   o->comm_ = comm;
   o->nccl_ = nccl;
   o->app_config_ = std::move(config);
-  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl));
+  // Without a PCIe share braid's engine serves the copy engines' meetings and signals only: no
+  // staging, worker threads or device scratch.
+  const bool host_path = admitted == nullptr || admitted->pcie_share_admitted();
+  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl, engine::CommunicatorOptions{.host_path = host_path}));
   o->rank_ = o->braid_->rank;
   o->nranks_ = o->braid_->nranks;
   o->device_ = o->braid_->device;
@@ -111,7 +114,9 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   // PCIe alone are unmeasured, and on 4x H200 braid's path lost to NCCL's kernels (AllGather
   // 0.68-0.72x from 16 MB, AllReduce 0.73x at 256 MB, training steps up to 27% slower:
   // docs/PERFORMANCE.md).
-  if (nvlink_path == "copy" || (nvlink_path == "auto" && nvlink && o->nranks_ == 2)) {
+  const bool copy_engines = admitted != nullptr ? admitted->copy_engines_admitted()
+                                                : nvlink_path == "copy" || (nvlink_path == "auto" && nvlink && o->nranks_ == 2);
+  if (copy_engines) {
     // Collective: every rank learns the same answer. The caller's device is restored after.
     std::unique_ptr<peer::PeerPath> peer;
     const Result made = peer::PeerPath::create(o->braid_, &peer);
@@ -146,11 +151,11 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     const LaneQueueing process{.connections = cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")),
                                .lazy_module_loading = async && cuda::module_loading_is_lazy()};
     const WordExchange exchange = engine_exchange(*o->braid_->engine);
-    bool forbidden = false;
-    BRAID_TRY(any_rank_forbids_lane_queueing(process, exchange, &forbidden));
+    bool forbidden = admitted != nullptr && !admitted->pcie_share_admitted();
+    if (admitted == nullptr) BRAID_TRY(any_rank_forbids_lane_queueing(process, exchange, &forbidden));
     // NCCL's share on the progress thread where every rank asks for it; its communicator comes at
     // the first call that needs it (make_lane_comm).
-    const bool lane_nccl = settings().nccl_share_on_lane && async && !copy_based && nccl.ncclCommSplit != nullptr &&
+    const bool lane_nccl = !forbidden && settings().nccl_share_on_lane && async && !copy_based && nccl.ncclCommSplit != nullptr &&
                            nccl.ncclCommGetAsyncError != nullptr && nccl.ncclCommAbort != nullptr &&
                            nccl.ncclCommDestroy != nullptr;
     bool everyone = false;
@@ -162,13 +167,15 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
       const bool here = !progress_thread_may_queue(process);
       const std::string few_queues = "CUDA_DEVICE_MAX_CONNECTIONS is below " + std::to_string(kDefaultCudaConnections);
       std::string why = few_queues + " or CUDA loads modules lazily";
-      if (here && process.lazy_module_loading)
+      if (admitted != nullptr)
+        why = std::string(refusal_text(admitted->pcie_share));
+      else if (here && process.lazy_module_loading)
         why = "CUDA loads modules lazily (a kernel's first launch would wait for the share's copies behind CUDA's "
-              "lock; CUDA_MODULE_LOADING=EAGER, which the drop-in sets where it is unset, lifts it)";
+              "lock; CUDA_MODULE_LOADING=EAGER lifts it)";
       else if (here)
         why = few_queues + " (the share's copies would queue behind the callers' waits)";
-      BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: on %s %s",
-                 here ? "this rank" : "another rank", why.c_str());
+      BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: %s%s",
+                 admitted != nullptr ? "" : here ? "on this rank " : "on another rank ", why.c_str());
     }
   }
   if (!settings().tuning_cache.empty()) {
@@ -187,12 +194,21 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->copy_engines_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->ledger_->table().balancer_name()).c_str());
-  // Events for the calls in flight, made now rather than by the calls (take_events). A failure
-  // here is not the path's: calls make their own then.
-  cudaSetDevice(o->device_);
-  if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
-  cudaSetDevice(previous);
-  o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async);
+  // Events for the calls in flight, made now rather than by the calls (take_events), where calls
+  // can be handed to the progress thread at all. A failure here is not the path's: calls make
+  // their own then.
+  const bool lane_work = !o->ledger_->dedicated_only();
+  if (lane_work) {
+    cudaSetDevice(o->device_);
+    if (o->make_events(kEventsAhead, &o->free_events_) != Result::Success) cudaGetLastError();
+    cudaSetDevice(previous);
+  }
+  // No progress thread where nothing is ever handed to it: the calling thread settles every call.
+  o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async && lane_work);
+  const engine::Communicator::Footprint held = o->braid_->engine->footprint();
+  BRAID_INFO(Init, "multipath: rank %d/%d holds %zu bytes of pinned host memory, %zu bytes of device scratch, %d "
+             "worker threads and %s progress thread",
+             o->rank_, o->nranks_, held.pinned_bytes, held.device_bytes, held.threads, async && lane_work ? "a" : "no");
   if (settings().caller_profile) o->profile_ = std::make_unique<CallerProfile>();
   *out = std::move(o);
   return Result::Success;

@@ -39,6 +39,7 @@
 #include "multipath/caller_profile.h"
 #include "multipath/first_uses.h"
 #include "multipath/nccl_config_copy.h"
+#include "multipath/paths_admitted.h"
 #include "multipath/progress_lane.h"
 #include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
@@ -84,9 +85,11 @@ class Orchestrator : private LaneSteps {
  public:
   // Collective over the NCCL communicator's ranks (all call it at the same point). `config`: what
   // the application configured `comm` with, which braid's own communicator split from it inherits
-  // (lane_comm_config.h); null: NCCL's defaults.
+  // (lane_comm_config.h); null: NCCL's defaults. `admitted`: the paths every rank agreed braid may
+  // use on `comm` (paths_admitted.h), so that braid makes only what they need; null: decided here,
+  // every path that the ranks' processes allow.
   static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                       std::shared_ptr<const NcclConfigCopy> config = nullptr);
+                       std::shared_ptr<const NcclConfigCopy> config = nullptr, const PathsAdmitted* admitted = nullptr);
   ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;

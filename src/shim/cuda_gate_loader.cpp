@@ -5,11 +5,14 @@
 // settings and log are read once, at the first NCCL call, and a program may set them until then.
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <string>
 
 #include "common/lane_gate.h"
 #include "cuda_gate/cuda_gate.h"
 #include "common/preload_setting.h"
+#include "cuda/module_loading.h"
 
 namespace braid::shim {
 namespace {
@@ -27,8 +30,17 @@ std::string own_folder() {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
+// Only where braid's progress thread may queue GPU work at all: braid's PCIe share runs only in
+// processes that load CUDA modules eagerly (the application's choice, multipath/paths_admitted.h),
+// so elsewhere the application's CUDA calls are not interposed. BRAID_CUDA_GATE=1 loads it
+// anyway, 0 never.
+bool gate_wanted() {
+  if (std::getenv("BRAID_CUDA_GATE") != nullptr) return preload_setting_on("BRAID_CUDA_GATE");
+  return cuda::environment_asks_for_eager_loading();
+}
+
 __attribute__((constructor)) void load_cuda_gate() {
-  if (!preload_setting_on("BRAID_CUDA_GATE")) return;
+  if (!gate_wanted()) return;
   const std::string path = own_folder() + "/libbraid-cuda-gate.so";
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) return;  // calls then go straight to the runtime; the lane watch stays the backstop

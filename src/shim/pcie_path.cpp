@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -17,6 +19,9 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "common/sizes.h"
+#include "cuda/module_loading.h"
+#include "multipath/paths_admitted.h"
+#include "multipath/stream_queues.h"
 #include "route/grouped_exchange.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
@@ -27,22 +32,72 @@ namespace braid::shim {
 
 namespace {
 
-// Every rank learns whether every rank made its PCIe path (a rank that splits while another does
-// not would hang NCCL): the minimum of the ranks' flags, through NCCL on a private stream.
-bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
+// Every rank learns every rank's words, combined by the maximum, through NCCL on a private
+// stream: false where that failed.
+template <size_t N>
+bool ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const char* what, std::array<int32_t, N>* words) {
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
-  int flag = mine ? 1 : 0;
-  const Result r = api::host_round_trip(
-      &flag, sizeof flag, real, "the PCIe paths' readiness (ncclAllReduce min)",
-      [&](void* buffer, cudaStream_t stream) {
-        return real.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMin, comm, stream);
-      });
+  const Result r = api::host_round_trip(words->data(), sizeof *words, real, what, [&](void* buffer, cudaStream_t stream) {
+    return real.ncclAllReduce(buffer, buffer, N, ncclInt32, ncclMax, comm, stream);
+  });
   if (r != Result::Success) BRAID_WARN(Shim, "multipath: %s", last_error());
   cudaGetLastError();
   cudaSetDevice(previous);
-  return r == Result::Success && flag == 1;
+  return r == Result::Success;
+}
+
+// Every rank learns whether every rank made its PCIe path (a rank that splits while another does
+// not would hang NCCL).
+bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
+  std::array<int32_t, 1> refused{mine ? 0 : 1};
+  return ranks_maximum(comm, real, device, "the PCIe paths' readiness (ncclAllReduce max)", &refused) && refused[0] == 0;
+}
+
+// Whether this machine's GPUs are joined by NVLink (braid's topology, discovered once a process).
+bool machine_has_nvlink() {
+  topo::Topology machine;
+  bool nvlink = false;
+  if (api::machine_topology(&machine) == Result::Success)
+    for (const auto& link : machine.links) nvlink |= link.kind == topo::LinkKind::NvLink;
+  return nvlink;
+}
+
+// The sizes from which each of braid's paths takes a call (the orchestrator's own rules).
+multipath::PathThresholds path_thresholds() {
+  const int64_t split_min = settings().split_min_bytes;
+  const size_t pcie = split_min > 0 ? static_cast<size_t>(split_min)
+                                    : machine_has_nvlink() ? size_t{128} << 20 : size_t{1} << 20;
+  return {.pcie_share = pcie,
+          .copy_engines = std::min(byte_threshold(settings().nvlink_copy_min_bytes),
+                                   byte_threshold(settings().nvlink_allreduce_min_bytes))};
+}
+
+// What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
+multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
+  const bool nvlink = machine_has_nvlink();
+  const bool async = settings().async;
+  return multipath::admit_paths(multipath::PathFacts{
+      .nranks = state.nranks,
+      .nvlink = nvlink,
+      .nvlink_path = settings().nvlink_path,
+      .async = async,
+      .queueing = {.connections = multipath::cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")),
+                   .lazy_module_loading = async && cuda::module_loading_is_lazy()}});
+}
+
+// The paths every rank admits, and whether every rank can take this call at all (`mine`): one
+// agreement through NCCL, at the first call worth splitting. False where it failed.
+bool agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed, bool* everyone) {
+  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state));
+  std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
+  if (!ranks_maximum(comm, real_nccl(), state.cuda_device, "the ranks' agreement on braid's paths (ncclAllReduce max)",
+                     &words))
+    return false;
+  *everyone = words[0] == 0;
+  *agreed = multipath::decode({words[1], words[2]});
+  return true;
 }
 
 // An operator braid can remake on its side. NCCL's ncclRedOpCreatePreMulSum accepts any type,
@@ -54,12 +109,12 @@ bool remakeable(const multipath::PreMulSumSpec& spec) {
           (spec.residence == ncclScalarDevice && spec.device_pointer != nullptr));
 }
 
-void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path) {
+void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path, const multipath::PathsAdmitted& paths) {
   path.attempted = true;
   const RealNccl& real = real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
   // The application's config of `comm` goes with it: braid's own communicator split from it inherits it.
-  const Result r = multipath::Orchestrator::create(comm, real, &made, state.config);
+  const Result r = multipath::Orchestrator::create(comm, real, &made, state.config, &paths);
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
                "collectives go to NCCL alone", state.cuda_device, last_error());
@@ -203,9 +258,11 @@ void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
   if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
 }
 
-// The smallest message that makes a communicator's PCIe path: every rank makes it at the same
-// call (with the automatic threshold, the smallest it can be: 1 MiB).
-size_t path_min_bytes() {
+// The smallest message that moves a communicator on towards braid's part: the first of 1 MiB or
+// more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
+// of them takes makes it (every rank at the same call, as every rank makes the same calls).
+size_t making_bytes(const PciePath& path) {
+  if (path.admitted) return path.first_split_bytes;
   return settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
 }
 
@@ -228,8 +285,9 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   PciePath& path = *state->pcie_path;
   std::lock_guard lock(path.mutex);
   const bool first = !path.attempted;
+  const size_t bytes = multipath::message_bytes(call, state->nranks);
   if (first) {
-    if (multipath::message_bytes(call, state->nranks) < path_min_bytes()) return false;
+    if (bytes < making_bytes(path)) return false;
   } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
     return false;
   }
@@ -244,14 +302,36 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
     // enters it at this call or none does. This rank's own answer must not keep it out alone, or
     // its peers wait inside the making while it waits in NCCL for them (seen on two H100s): the
-    // ranks agree first, and all fall back together when any one cannot.
-    path.attempted = true;
-    if (!all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed)) {
+    // ranks agree first, and all fall back together when any one cannot. The first such agreement
+    // also settles which paths may run at all.
+    bool everyone = false;
+    if (!path.admitted) {
+      multipath::PathsAdmitted paths;
+      if (agree_paths(comm, *state, allowed, &paths, &everyone)) {
+        path.admitted = paths;
+        path.first_split_bytes = multipath::first_split_bytes(paths, path_thresholds());
+      }
+    } else {
+      everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
+    }
+    if (!everyone) {
+      path.attempted = true;
       BRAID_INFO(Shim, "multipath: %s; this communicator's collectives go to NCCL alone",
                  allowed ? "another rank cannot use braid's PCIe path" : "braid's PCIe path cannot take this call here");
       return false;
     }
-    make_orchestrator(comm, *state, path);
+    // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
+    // staging, threads or NCCL communicator of its own), and every call goes to NCCL.
+    if (!path.admitted->any()) {
+      path.attempted = true;
+      BRAID_INFO(Shim, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
+                 "nothing for it", state->rank, state->nranks, multipath::describe(*path.admitted).c_str());
+      return false;
+    }
+    // braid makes its part at the first call one of its paths takes, every rank at the same call.
+    if (bytes < path.first_split_bytes) return false;
+    path.attempted = true;
+    make_orchestrator(comm, *state, path, *path.admitted);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
   } else if (fit == BufferFit::Unusable || (fit == BufferFit::Staged && capturing)) {
     path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
@@ -297,7 +377,7 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
   {
     std::lock_guard lock(path.mutex);
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
-                       : multipath::message_bytes(call, state->nranks) < path_min_bytes())
+                       : multipath::message_bytes(call, state->nranks) < making_bytes(path))
       return false;
     // Only what every rank answers alike: a rank holding a call that another hands to NCCL inside
     // the group would wait for it at the group's end. split_now checks this rank's own buffers.

@@ -1,4 +1,5 @@
 // braid-bench --phases' per-phase summary, on the calls of a real run: bench/results/h200x2/run9
+// (packed in that folder's logs.tar.xz; a copy of its mp_phases.json is kept in tests/api/data/)
 // (256 MB all_reduce, PCIe bursts in calls 30-59), where PERFORMANCE.md reads by hand that
 // HyLink left PCIe 2 calls after the bursts started and was back at 80% of its quiet share 7
 // calls after they stopped.
@@ -13,7 +14,7 @@ namespace braid::bench {
 namespace {
 
 std::vector<PhaseCall> run9_calls() {
-  std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/bench/results/h200x2/run9/mp_phases.json");
+  std::ifstream in(std::string(BRAID_SOURCE_DIR) + "/tests/api/data/h200x2_run9_mp_phases.json");
   const auto doc = nlohmann::json::parse(in);
   std::vector<PhaseCall> calls;
   for (const auto& c : doc.at("phases").at("calls"))

@@ -45,18 +45,29 @@ TEST(ShimPreload, UnmodifiedProgramGoesThroughBraidToItsOwnNccl) {
   EXPECT_EQ(value_of(plain, "unmatched_end"), "5") << plain;  // ncclInvalidUsage
 }
 
-// CUDA's lazy module loading can deadlock with braid's progress thread (cuda/module_loading.h): the
-// drop-in asks for eager loading as it loads, before the program's first CUDA call, but never
-// overrides the program's own choice, and not when told not to.
-TEST(ShimPreload, AsksForEagerModuleLoadingWhereTheProgramDoesNotChoose) {
+// The drop-in never changes the application's module loading (eager loading cost a PyTorch
+// process about 1 GiB of GPU memory and seconds of start-up), and BRAID_EAGER_MODULE_LOADING, which
+// once asked for it, is gone.
+TEST(ShimPreload, LeavesTheApplicationsModuleLoadingAlone) {
   const std::string preload = "LD_PRELOAD=" BRAID_SHIM_LIBRARY_PATH " ";
-  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING -u BRAID_EAGER_MODULE_LOADING " + preload + "printenv CUDA_MODULE_LOADING"),
-            "EAGER\n");
-  EXPECT_EQ(run("env -u BRAID_EAGER_MODULE_LOADING CUDA_MODULE_LOADING=LAZY " + preload + "printenv CUDA_MODULE_LOADING"),
-            "LAZY\n");
-  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING BRAID_EAGER_MODULE_LOADING=0 " + preload +
+  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING " + preload + "sh -c 'echo ${CUDA_MODULE_LOADING:-unset}'"), "unset\n");
+  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING BRAID_EAGER_MODULE_LOADING=1 " + preload +
                 "sh -c 'echo ${CUDA_MODULE_LOADING:-unset}'"),
             "unset\n");
+  EXPECT_EQ(run("env CUDA_MODULE_LOADING=LAZY " + preload + "printenv CUDA_MODULE_LOADING"), "LAZY\n");
+  EXPECT_EQ(run("env CUDA_MODULE_LOADING=EAGER " + preload + "printenv CUDA_MODULE_LOADING"), "EAGER\n");
+}
+
+// The CUDA gate interposes the application's runtime calls only where braid's progress thread may
+// queue GPU work at all: a process that loads modules eagerly. Elsewhere nothing of it is loaded.
+TEST(ShimPreload, LoadsTheCudaGateOnlyWhereTheProcessLoadsModulesEagerly) {
+  const std::string preload = "LD_PRELOAD=" BRAID_SHIM_LIBRARY_PATH " ";
+  const std::string gate_mapped = "sh -c 'grep -c braid-cuda-gate /proc/$$/maps || true'";
+  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING -u BRAID_CUDA_GATE " + preload + gate_mapped), "0\n");
+  EXPECT_EQ(run("env -u BRAID_CUDA_GATE CUDA_MODULE_LOADING=LAZY " + preload + gate_mapped), "0\n");
+  EXPECT_NE(run("env -u BRAID_CUDA_GATE CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
+  EXPECT_EQ(run("env BRAID_CUDA_GATE=0 CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
+  EXPECT_NE(run("env -u CUDA_MODULE_LOADING BRAID_CUDA_GATE=1 " + preload + gate_mapped), "0\n");
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+#include "multipath/paths_admitted.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace braid::multipath {
+
+namespace {
+
+PathRefusal copy_engines_refusal(const PathFacts& facts) {
+  if (facts.nranks < 2) return PathRefusal::OneRank;
+  if (facts.nvlink_path == "nccl") return PathRefusal::NcclChosen;
+  if (facts.nvlink_path == "copy") return PathRefusal::None;  // asked for anywhere peer access works
+  if (facts.nranks != 2) return PathRefusal::NotTwoRanks;
+  return facts.nvlink ? PathRefusal::None : PathRefusal::NoNvlink;
+}
+
+PathRefusal pcie_share_refusal(const PathFacts& facts) {
+  if (facts.nranks < 2) return PathRefusal::OneRank;
+  // Without the progress thread the calling thread queues the whole share: nothing to forbid.
+  if (!facts.async) return PathRefusal::None;
+  if (facts.queueing.lazy_module_loading) return PathRefusal::LazyLoading;
+  if (facts.queueing.connections < kDefaultCudaConnections) return PathRefusal::FewQueues;
+  return PathRefusal::None;
+}
+
+}  // namespace
+
+PathsAdmitted admit_paths(const PathFacts& facts) {
+  return PathsAdmitted{.copy_engines = copy_engines_refusal(facts), .pcie_share = pcie_share_refusal(facts)};
+}
+
+PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b) {
+  return PathsAdmitted{.copy_engines = std::max(a.copy_engines, b.copy_engines),
+                       .pcie_share = std::max(a.pcie_share, b.pcie_share)};
+}
+
+size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds) {
+  size_t bytes = SIZE_MAX;
+  if (paths.pcie_share_admitted()) bytes = std::min(bytes, thresholds.pcie_share);
+  if (paths.copy_engines_admitted()) bytes = std::min(bytes, thresholds.copy_engines);
+  return bytes;
+}
+
+std::array<int32_t, 2> encode(const PathsAdmitted& paths) {
+  return {static_cast<int32_t>(paths.copy_engines), static_cast<int32_t>(paths.pcie_share)};
+}
+
+PathsAdmitted decode(const std::array<int32_t, 2>& words) {
+  const auto refusal = [](int32_t w) {
+    return w < 0 || w > static_cast<int32_t>(PathRefusal::FewQueues) ? PathRefusal::OneRank : static_cast<PathRefusal>(w);
+  };
+  return PathsAdmitted{.copy_engines = refusal(words[0]), .pcie_share = refusal(words[1])};
+}
+
+std::string_view refusal_text(PathRefusal why) {
+  switch (why) {
+    case PathRefusal::None: return "admitted";
+    case PathRefusal::OneRank: return "the communicator has one rank";
+    case PathRefusal::NcclChosen: return "BRAID_NVLINK_PATH=nccl";
+    case PathRefusal::NotTwoRanks:
+      return "more than two ranks (at four, braid's copy engines lost to NCCL's kernels; BRAID_NVLINK_PATH=copy "
+             "forces them)";
+    case PathRefusal::NoNvlink: return "the GPUs share no NVLink";
+    case PathRefusal::LazyLoading:
+      return "CUDA loads modules lazily on some rank (CUDA's default; braid's progress thread would queue GPU work "
+             "that a kernel's first load can block: CUDA_MODULE_LOADING=EAGER admits it)";
+    case PathRefusal::FewQueues:
+      return "CUDA_DEVICE_MAX_CONNECTIONS is below 8 on some rank (the share's copies would queue behind the "
+             "callers' waits)";
+  }
+  return "unknown";
+}
+
+std::string describe(const PathsAdmitted& paths) {
+  std::string text = "braid's copy-engine NVLink path ";
+  text += paths.copy_engines_admitted() ? "on" : "off (" + std::string(refusal_text(paths.copy_engines)) + ")";
+  text += ", braid's PCIe share ";
+  text += paths.pcie_share_admitted() ? "on" : "off (" + std::string(refusal_text(paths.pcie_share)) + ")";
+  return text;
+}
+
+}  // namespace braid::multipath

@@ -1,0 +1,76 @@
+// Which of braid's own paths a communicator may use, decided once per communicator before braid
+// pays for any of them (docs/MULTIPATH.md, "What a communicator costs").
+//
+// braid's copy-engine NVLink path (src/peer/) runs where it was measured to pay: two ranks whose
+// GPUs share NVLink, unless BRAID_NVLINK_PATH says otherwise. braid's PCIe share runs on the
+// communicator's progress thread, which queues GPU work a caller's stream already waits on: only
+// where the process loads CUDA modules eagerly and has CUDA's default hardware queues
+// (stream_queues.h), or without the progress thread (BRAID_ASYNC=0). Where neither path may run,
+// braid makes nothing for the communicator: no engine, no staging, no thread, no second NCCL
+// communicator; its calls go straight to NCCL.
+//
+// Each rank decides for itself (admit_paths); the ranks then keep what every rank admits
+// (agreed_paths), so that no rank splits a call another leaves to NCCL.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "multipath/stream_queues.h"
+
+namespace braid::multipath {
+
+// What one rank knows of its communicator and process.
+struct PathFacts {
+  int nranks = 1;
+  bool nvlink = false;                // the machine's GPUs are joined by NVLink
+  std::string_view nvlink_path = "auto";  // BRAID_NVLINK_PATH: auto, copy or nccl
+  bool async = true;                  // BRAID_ASYNC: braid's share on a progress thread
+  LaneQueueing queueing;              // CUDA_DEVICE_MAX_CONNECTIONS, lazy module loading
+};
+
+// Why a path is not admitted (0: it is). Ordered: agreement keeps the largest reason any rank gave.
+enum class PathRefusal : uint32_t {
+  None = 0,
+  OneRank = 1,          // nothing to split among one rank
+  NcclChosen = 2,       // BRAID_NVLINK_PATH=nccl
+  NotTwoRanks = 3,      // copy engines: auto takes them at two ranks only (they lost at four)
+  NoNvlink = 4,         // copy engines: auto takes them where GPUs share NVLink only
+  LazyLoading = 5,      // PCIe share: the process loads CUDA modules lazily
+  FewQueues = 6,        // PCIe share: CUDA_DEVICE_MAX_CONNECTIONS below CUDA's default
+};
+
+struct PathsAdmitted {
+  PathRefusal copy_engines = PathRefusal::OneRank;  // braid's copy-engine NVLink path
+  PathRefusal pcie_share = PathRefusal::OneRank;    // braid's PCIe share
+  bool copy_engines_admitted() const { return copy_engines == PathRefusal::None; }
+  bool pcie_share_admitted() const { return pcie_share == PathRefusal::None; }
+  bool any() const { return copy_engines_admitted() || pcie_share_admitted(); }
+};
+
+// This rank's answer.
+PathsAdmitted admit_paths(const PathFacts& facts);
+
+// Two ranks' answers combined: a path runs where both admit it, and the reason kept is the larger.
+// Every rank's answer is the element-wise maximum of the encoded words (an NCCL max all-reduce).
+PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b);
+std::array<int32_t, 2> encode(const PathsAdmitted& paths);
+PathsAdmitted decode(const std::array<int32_t, 2>& words);
+
+// The sizes (bytes of a call's message) from which each path takes a call.
+struct PathThresholds {
+  size_t pcie_share = 0;         // BRAID_SPLIT_MIN_BYTES as resolved
+  size_t copy_engines = 0;       // the smallest of the copy engines' own thresholds
+};
+// The smallest call braid would split with `paths`: braid makes its part of a communicator only at
+// the first call this large (SIZE_MAX: never).
+size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds);
+
+// "braid's PCIe share is off: CUDA loads modules lazily (...)": one line for logs and traces.
+std::string describe(const PathsAdmitted& paths);
+std::string_view refusal_text(PathRefusal why);
+
+}  // namespace braid::multipath

@@ -1,0 +1,104 @@
+// Which of braid's paths a communicator may use, decided before braid makes anything for it
+// (multipath/paths_admitted.h): a table of cases with their reasons, and the ranks' agreement.
+#include "multipath/paths_admitted.h"
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace braid::multipath {
+namespace {
+
+struct Case {
+  std::string name;
+  PathFacts facts;
+  PathRefusal copy_engines;
+  PathRefusal pcie_share;
+};
+
+// Test names and ctest lines show the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+LaneQueueing eager() { return LaneQueueing{.connections = 8, .lazy_module_loading = false}; }
+LaneQueueing lazy() { return LaneQueueing{.connections = 8, .lazy_module_loading = true}; }
+
+std::vector<Case> cases() {
+  return {
+      {"one_rank", {.nranks = 1, .nvlink = true, .queueing = eager()}, PathRefusal::OneRank, PathRefusal::OneRank},
+      {"two_nvlink_eager", {.nranks = 2, .nvlink = true, .queueing = eager()}, PathRefusal::None, PathRefusal::None},
+      // CUDA's default: the PCIe share is off, the copy engines (queued by the calling thread) stay.
+      {"two_nvlink_lazy", {.nranks = 2, .nvlink = true, .queueing = lazy()}, PathRefusal::None,
+       PathRefusal::LazyLoading},
+      // Four ranks under CUDA's default: nothing of braid's runs, so braid makes nothing.
+      {"four_nvlink_lazy", {.nranks = 4, .nvlink = true, .queueing = lazy()}, PathRefusal::NotTwoRanks,
+       PathRefusal::LazyLoading},
+      {"four_nvlink_eager", {.nranks = 4, .nvlink = true, .queueing = eager()}, PathRefusal::NotTwoRanks,
+       PathRefusal::None},
+      {"four_copy_forced", {.nranks = 4, .nvlink = true, .nvlink_path = "copy", .queueing = lazy()},
+       PathRefusal::None, PathRefusal::LazyLoading},
+      {"two_nccl_chosen", {.nranks = 2, .nvlink = true, .nvlink_path = "nccl", .queueing = eager()},
+       PathRefusal::NcclChosen, PathRefusal::None},
+      {"two_pcie_only", {.nranks = 2, .nvlink = false, .queueing = eager()}, PathRefusal::NoNvlink, PathRefusal::None},
+      {"few_queues", {.nranks = 2, .nvlink = true, .queueing = {.connections = 1}}, PathRefusal::None,
+       PathRefusal::FewQueues},
+      // Without a progress thread the calling thread queues the whole share: lazy loading cannot block it.
+      {"synchronous_lazy", {.nranks = 4, .nvlink = true, .async = false, .queueing = lazy()},
+       PathRefusal::NotTwoRanks, PathRefusal::None},
+  };
+}
+
+class PathsAdmittedTable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PathsAdmittedTable, EachCaseHasItsPathsAndReasons) {
+  const Case& c = GetParam();
+  const PathsAdmitted admitted = admit_paths(c.facts);
+  EXPECT_EQ(admitted.copy_engines, c.copy_engines) << describe(admitted);
+  EXPECT_EQ(admitted.pcie_share, c.pcie_share) << describe(admitted);
+  EXPECT_EQ(admitted.any(), c.copy_engines == PathRefusal::None || c.pcie_share == PathRefusal::None);
+  // The reason is in the text a log line prints.
+  if (c.pcie_share != PathRefusal::None) {
+    EXPECT_NE(describe(admitted).find(std::string(refusal_text(c.pcie_share))), std::string::npos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PathsAdmittedTable, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& param) { return param.param.name; });
+
+TEST(PathsAdmitted, ARankThatRefusesAPathTurnsItOffForEveryRankWithItsReason) {
+  const PathsAdmitted mine = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted theirs = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
+  const PathsAdmitted agreed = combined(mine, theirs);
+  EXPECT_TRUE(agreed.copy_engines_admitted());
+  EXPECT_EQ(agreed.pcie_share, PathRefusal::LazyLoading);
+  EXPECT_EQ(combined(theirs, mine).pcie_share, agreed.pcie_share);  // the same on every rank
+}
+
+TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes) {
+  const PathsAdmitted a = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted b = admit_paths({.nranks = 4, .nvlink = true, .queueing = {.connections = 1}});
+  const auto wa = encode(a), wb = encode(b);
+  const PathsAdmitted by_words = decode({std::max(wa[0], wb[0]), std::max(wa[1], wb[1])});
+  const PathsAdmitted by_value = combined(a, b);
+  EXPECT_EQ(by_words.copy_engines, by_value.copy_engines);
+  EXPECT_EQ(by_words.pcie_share, by_value.pcie_share);
+  EXPECT_EQ(by_words.pcie_share, PathRefusal::FewQueues);
+  // A word no rank could have written admits nothing.
+  EXPECT_FALSE(decode({-1, 99}).any());
+}
+
+TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldSplit) {
+  const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines = 16u << 20};
+  const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted copy_only = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
+  const PathsAdmitted pcie_only = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
+  const PathsAdmitted none = admit_paths({.nranks = 4, .nvlink = true, .queueing = lazy()});
+  EXPECT_EQ(first_split_bytes(both, thresholds), size_t{16} << 20);
+  EXPECT_EQ(first_split_bytes(copy_only, thresholds), size_t{16} << 20);
+  EXPECT_EQ(first_split_bytes(pcie_only, thresholds), size_t{128} << 20);
+  EXPECT_EQ(first_split_bytes(none, thresholds), SIZE_MAX);
+}
+
+}  // namespace
+}  // namespace braid::multipath
