@@ -50,10 +50,12 @@ TEST(EngineStaleSegments, SurvivorsRemoveTheFilesAndNameTheDeadRank) {
   const engine::CommId id = engine::CommId::random();
   test::SharedArea area(3, 8);
   const auto nothing = [](engine::Communicator&, int, unsigned char*) { return Result::Success; };
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread rank0([&] { test::run_rank(id, 0, 3, topo, area, nothing); });
+  // Forked first, while this process has one thread (ThreadSanitizer refuses threads after a
+  // multi-threaded fork).
   const pid_t rank1 = fork();
   if (rank1 == 0) _exit(test::run_rank(id, 1, 3, topo, area, nothing) == Result::Success ? 0 : 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread rank0([&] { test::run_rank(id, 0, 3, topo, area, nothing); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 1 attached, waiting for rank 2
   const std::string prefix = "/dev/shm/braid-" + id.hex();
   const std::vector<std::string> paths{prefix + "-ctl", prefix + "-stage0"};
