@@ -18,7 +18,7 @@ for line in table.splitlines():
         allowed = f"{lo.strip()} to {hi.strip()}"
     else:
         field, typ, default, desc = text.groups()
-        allowed = {"String": "any text", "Bool": "1, true, yes, on / 0, false, no, off"}.get(typ, "")
+        allowed = {"String": "text", "Bool": "boolean"}.get(typ, "")
     default = default.strip()
     if default == '""':
         default = "(empty)"
