@@ -22,6 +22,8 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
     """Runs `python3 script --child child_args...` as `ranks` processes. Returns (rows, status):
     rows[rank] is the rank's last JSON line on stdout (None if it gave none); status is "ok",
     "failed" (a rank exited non-zero) or "hung" (killed at the timeout)."""
+    if log_prefix:
+        os.makedirs(os.path.dirname(log_prefix) or ".", exist_ok=True)
     port = free_port()
     procs = []
     started = time.time()
@@ -51,6 +53,8 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
         if proc.returncode not in (0, None) and status == "ok":
             status = "failed"
         if err is not subprocess.DEVNULL:
+            # NCCL's and braid's logs go to stdout: kept beside the rank's stderr.
+            err.write(out or "")
             err.close()
         lines = [line for line in (out or "").splitlines() if line.startswith("{")]
         rows.append(json.loads(lines[-1]) if lines else None)

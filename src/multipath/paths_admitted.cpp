@@ -35,11 +35,13 @@ PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b) {
                        .pcie_share = std::max(a.pcie_share, b.pcie_share)};
 }
 
-size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds) {
-  size_t bytes = SIZE_MAX;
-  if (paths.pcie_share_admitted()) bytes = std::min(bytes, thresholds.pcie_share);
-  if (paths.copy_engines_admitted()) bytes = std::min(bytes, thresholds.copy_engines);
-  return bytes;
+bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes) {
+  if (paths.pcie_share_admitted() && bytes >= thresholds.pcie_share) return true;
+  if (!paths.copy_engines_admitted()) return false;
+  // braid's own NVLink path carries AllGathers and AllReduces; NCCL the rest.
+  if (collective == Collective::AllGather) return bytes >= thresholds.copy_engines_gather;
+  if (collective == Collective::AllReduce) return bytes >= thresholds.copy_engines_reduce;
+  return false;
 }
 
 std::array<int32_t, 2> encode(const PathsAdmitted& paths) {

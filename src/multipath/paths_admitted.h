@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/types.h"
 #include "multipath/stream_queues.h"
 
 namespace braid::multipath {
@@ -62,12 +63,13 @@ PathsAdmitted decode(const std::array<int32_t, 2>& words);
 
 // The sizes (bytes of a call's message) from which each path takes a call.
 struct PathThresholds {
-  size_t pcie_share = 0;         // BRAID_SPLIT_MIN_BYTES as resolved
-  size_t copy_engines = 0;       // the smallest of the copy engines' own thresholds
+  size_t pcie_share = 0;             // BRAID_SPLIT_MIN_BYTES as resolved
+  size_t copy_engines_gather = 0;    // BRAID_NVLINK_COPY_MIN_BYTES (AllGather)
+  size_t copy_engines_reduce = 0;    // BRAID_NVLINK_ALLREDUCE_MIN_BYTES (AllReduce)
 };
-// The smallest call braid would split with `paths`: braid makes its part of a communicator only at
-// the first call this large (SIZE_MAX: never).
-size_t first_split_bytes(const PathsAdmitted& paths, const PathThresholds& thresholds);
+// Whether an admitted path would take a call of `collective` and `bytes`: braid makes its part of
+// a communicator at the first such call, not before (every rank makes the same calls).
+bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes);
 
 // "braid's PCIe share is off: CUDA loads modules lazily (...)": one line for logs and traces.
 std::string describe(const PathsAdmitted& paths);

@@ -35,6 +35,8 @@ std::string own_folder() {
 // so elsewhere the application's CUDA calls are not interposed. BRAID_CUDA_GATE=1 loads it
 // anyway, 0 never.
 bool gate_wanted() {
+  // A pass-through (BRAID_DISABLE=1) runs nothing of braid's: nothing to hold back for.
+  if (std::getenv("BRAID_DISABLE") != nullptr && preload_setting_on("BRAID_DISABLE")) return false;
   if (std::getenv("BRAID_CUDA_GATE") != nullptr) return preload_setting_on("BRAID_CUDA_GATE");
   return cuda::environment_asks_for_eager_loading();
 }

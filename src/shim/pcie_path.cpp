@@ -70,8 +70,8 @@ multipath::PathThresholds path_thresholds() {
   const size_t pcie = split_min > 0 ? static_cast<size_t>(split_min)
                                     : machine_has_nvlink() ? size_t{128} << 20 : size_t{1} << 20;
   return {.pcie_share = pcie,
-          .copy_engines = std::min(byte_threshold(settings().nvlink_copy_min_bytes),
-                                   byte_threshold(settings().nvlink_allreduce_min_bytes))};
+          .copy_engines_gather = byte_threshold(settings().nvlink_copy_min_bytes),
+          .copy_engines_reduce = byte_threshold(settings().nvlink_allreduce_min_bytes)};
 }
 
 // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
@@ -258,12 +258,13 @@ void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
   if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
 }
 
-// The smallest message that moves a communicator on towards braid's part: the first of 1 MiB or
+// Whether a call moves a communicator without braid's part on towards it: the first of 1 MiB or
 // more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
 // of them takes makes it (every rank at the same call, as every rank makes the same calls).
-size_t making_bytes(const PciePath& path) {
-  if (path.admitted) return path.first_split_bytes;
-  return settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
+bool may_make_part(const PciePath& path, Collective collective, size_t bytes) {
+  if (path.admitted) return multipath::takes(*path.admitted, path_thresholds(), collective, bytes);
+  const size_t agree_from = settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
+  return bytes >= agree_from;
 }
 
 }  // namespace
@@ -287,7 +288,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   const bool first = !path.attempted;
   const size_t bytes = multipath::message_bytes(call, state->nranks);
   if (first) {
-    if (bytes < making_bytes(path)) return false;
+    if (!may_make_part(path, call.collective, bytes)) return false;
   } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
     return false;
   }
@@ -307,10 +308,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     bool everyone = false;
     if (!path.admitted) {
       multipath::PathsAdmitted paths;
-      if (agree_paths(comm, *state, allowed, &paths, &everyone)) {
-        path.admitted = paths;
-        path.first_split_bytes = multipath::first_split_bytes(paths, path_thresholds());
-      }
+      if (agree_paths(comm, *state, allowed, &paths, &everyone)) path.admitted = paths;
     } else {
       everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
     }
@@ -329,7 +327,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
       return false;
     }
     // braid makes its part at the first call one of its paths takes, every rank at the same call.
-    if (bytes < path.first_split_bytes) return false;
+    if (!multipath::takes(*path.admitted, path_thresholds(), call.collective, bytes)) return false;
     path.attempted = true;
     make_orchestrator(comm, *state, path, *path.admitted);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
@@ -377,7 +375,7 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
   {
     std::lock_guard lock(path.mutex);
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
-                       : multipath::message_bytes(call, state->nranks) < making_bytes(path))
+                       : !may_make_part(path, call.collective, multipath::message_bytes(call, state->nranks)))
       return false;
     // Only what every rank answers alike: a rank holding a call that another hands to NCCL inside
     // the group would wait for it at the group's end. split_now checks this rank's own buffers.

@@ -6,7 +6,6 @@
 #include <nccl.h>
 
 #include <array>
-#include <cstdint>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -30,9 +29,8 @@ struct PciePath {
   bool attempted = false;  // braid's part was made, or will never be: `orchestrator` says which
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   // The paths every rank admits (multipath/paths_admitted.h), agreed at the first call of 1 MiB or
-  // more, and the smallest call one of them would split: braid makes its part at the first such call.
+  // more: braid makes its part at the first call one of them takes.
   std::optional<multipath::PathsAdmitted> admitted;
-  size_t first_split_bytes = SIZE_MAX;
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
   // checks need them all; the orchestrator gets those braid can remake (remakeable()).

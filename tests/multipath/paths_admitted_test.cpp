@@ -88,16 +88,23 @@ TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes)
   EXPECT_FALSE(decode({-1, 99}).any());
 }
 
-TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldSplit) {
-  const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines = 16u << 20};
+TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldTake) {
+  const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines_gather = 16u << 20,
+                                  .copy_engines_reduce = 128u << 20};
   const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
   const PathsAdmitted copy_only = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
   const PathsAdmitted pcie_only = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
   const PathsAdmitted none = admit_paths({.nranks = 4, .nvlink = true, .queueing = lazy()});
-  EXPECT_EQ(first_split_bytes(both, thresholds), size_t{16} << 20);
-  EXPECT_EQ(first_split_bytes(copy_only, thresholds), size_t{16} << 20);
-  EXPECT_EQ(first_split_bytes(pcie_only, thresholds), size_t{128} << 20);
-  EXPECT_EQ(first_split_bytes(none, thresholds), SIZE_MAX);
+  constexpr size_t MiB = size_t{1} << 20;
+  // A 64 MB DDP bucket at two ranks under lazy loading: nothing takes it, so nothing is made yet.
+  EXPECT_FALSE(takes(copy_only, thresholds, Collective::AllReduce, 64 * MiB));
+  EXPECT_TRUE(takes(copy_only, thresholds, Collective::AllReduce, 128 * MiB));
+  EXPECT_TRUE(takes(copy_only, thresholds, Collective::AllGather, 16 * MiB));
+  EXPECT_FALSE(takes(copy_only, thresholds, Collective::ReduceScatter, 1024 * MiB));  // NCCL's alone
+  EXPECT_TRUE(takes(both, thresholds, Collective::ReduceScatter, 128 * MiB));         // the PCIe share's
+  EXPECT_FALSE(takes(pcie_only, thresholds, Collective::AllGather, 64 * MiB));
+  EXPECT_TRUE(takes(pcie_only, thresholds, Collective::Broadcast, 128 * MiB));
+  EXPECT_FALSE(takes(none, thresholds, Collective::AllReduce, 1024 * MiB));
 }
 
 }  // namespace

@@ -68,6 +68,7 @@ TEST(ShimPreload, LoadsTheCudaGateOnlyWhereTheProcessLoadsModulesEagerly) {
   EXPECT_NE(run("env -u BRAID_CUDA_GATE CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
   EXPECT_EQ(run("env BRAID_CUDA_GATE=0 CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
   EXPECT_NE(run("env -u CUDA_MODULE_LOADING BRAID_CUDA_GATE=1 " + preload + gate_mapped), "0\n");
+  EXPECT_EQ(run("env -u BRAID_CUDA_GATE BRAID_DISABLE=1 CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
 }
 
 }  // namespace
