@@ -12,6 +12,8 @@
 #include "common/settings.h"
 #include "engine/watchdog.h"
 #include "harness.h"
+
+#include "support/sanitizer_suppressions.h"
 #include "isolated_child.h"
 
 namespace braid {

@@ -13,6 +13,8 @@
 
 #include "common/settings.h"
 #include "harness.h"
+
+#include "support/sanitizer_suppressions.h"
 #include "isolated_child.h"
 
 namespace braid {

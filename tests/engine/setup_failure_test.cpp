@@ -12,6 +12,8 @@
 #include "common/settings.h"
 #include "harness.h"
 
+#include "support/sanitizer_suppressions.h"
+
 namespace braid {
 namespace {
 

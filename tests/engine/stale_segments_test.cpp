@@ -14,6 +14,8 @@
 #include "engine/stale_segments.h"
 #include "harness.h"
 
+#include "support/sanitizer_suppressions.h"
+
 namespace braid {
 namespace {
 

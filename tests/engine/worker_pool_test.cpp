@@ -10,6 +10,8 @@
 #include "engine/worker_pool.h"
 #include "harness.h"
 
+#include "support/sanitizer_suppressions.h"
+
 namespace braid {
 namespace {
 
