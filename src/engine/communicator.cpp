@@ -63,8 +63,9 @@ std::string mib(uint64_t bytes) {
 }
 
 // The failure to report when /dev/shm cannot hold a communicator's segments (last_error() holds
-// the allocation's own): what is there, what braid needs, and what to do.
-Result shm_shortage(int nranks, size_t staging, int numa_count) {
+// the allocation's own): what is there, what braid needs, and what to do. `held`: what this set-up
+// had allocated already (it is released as the set-up fails), counted as free.
+Result shm_shortage(int nranks, size_t staging, int numa_count, uint64_t held) {
   const std::string cause = last_error();
   const uint64_t control = control_bytes(nranks, kCounterCapacity);
   const uint64_t need = shm_bytes_needed(nranks, numa_count, staging);
@@ -72,6 +73,7 @@ Result shm_shortage(int nranks, size_t staging, int numa_count) {
   if (!shm_space(&space))
     return fail(Result::SystemError, "braid's shared memory for this communicator (%s) cannot be allocated: %s",
                 mib(need).c_str(), cause.c_str());
+  space.free = std::min(space.size, space.free + held);
   const uint64_t at_least = (space.size - std::min(space.size, space.free) + need + (1 << 20) - 1) >> 20;
   return fail(Result::SystemError,
               "%s (size %s, %s free) cannot hold braid's shared memory for this communicator: it needs %s "
@@ -149,7 +151,8 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   if (rank == 0) {
     remove_stale_segments();  // left by a set-up that was killed
     Result r = SharedSegment::create(names[0], control_size, &c->control_, nullptr, control_head);
-    if (r != Result::Success) return SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count) : r;
+    if (r != Result::Success)
+      return SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count, 0) : r;
     ControlHeader* h = control_header(c->control_.data());
     h->nranks.store(static_cast<uint64_t>(nranks));
     h->counter_capacity.store(kCounterCapacity);
@@ -195,17 +198,20 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   };
   if (fault_injected(FaultStep::Segments, rank)) return failed_before_attach(injected_failure(FaultStep::Segments, rank));
   if (rank == 0) {
+    uint64_t held = control_head;  // allocated so far
     Result r = c->control_.allocate(control_head, control_size - control_head);
+    if (r == Result::Success) held = control_size;
     for (int i = 0; i < numa_count && r == Result::Success; ++i) {
       SharedSegment seg;
       r = SharedSegment::create(names[1 + i], c->staging_bytes_, &seg);
       if (r == Result::Success) {
         seg.place_on_numa(i);
         c->staging_.push_back(std::move(seg));
+        held += c->staging_bytes_;
       }
     }
     if (r != Result::Success)
-      return failed_before_attach(SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count) : r);
+      return failed_before_attach(SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count, held) : r);
   } else {
     for (int i = 0; i < numa_count; ++i) {
       SharedSegment seg;
