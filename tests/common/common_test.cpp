@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../support/log_capture.h"
+#include "../support/sanitizer_suppressions.h"  // the settings tests reload settings
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
