@@ -129,34 +129,17 @@ def child(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--t0", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--braid", default="gpubundle/lib/libbraid.so")
-    p.add_argument("--pairs", type=int, default=2)
+    launcher.add_job_arguments(p, timeout=400)
     p.add_argument("--calls", type=int, default=1000)
     p.add_argument("--seed", type=int, default=41)
     p.add_argument("--min-mb", type=float, default=1.0)
     p.add_argument("--max-mb", type=float, default=256.0)
-    p.add_argument("--timeout", type=float, default=400)
-    p.add_argument("--json")
-    p.add_argument("--logs", help="folder for each rank's stderr")
     args = p.parse_args()
     if args.child:
         return child(args)
-    braid = os.path.abspath(args.braid)
-    if not os.path.exists(braid):
-        sys.exit(f"mixed_collectives: {braid} does not exist; build it (bench/make_gpubundle.sh) or pass --braid")
     forwarded = ["--calls", str(args.calls), "--seed", str(args.seed), "--min-mb", str(args.min_mb),
                  "--max-mb", str(args.max_mb)]
-    runs = []
-    for pair in range(args.pairs):
-        for mode in ("plain", "braid"):
-            prefix = os.path.join(args.logs, f"mixed.n{args.ranks}.{mode}.{pair}") if args.logs else None
-            rows, status = launcher.launch(__file__, forwarded, args.ranks, braid_lib=braid if mode == "braid" else None,
-                                           timeout=args.timeout, log_prefix=prefix)
-            runs.append({"mode": mode, "pair": pair, "status": status, "ranks": rows})
-            print(f"{mode} pair {pair}: {status}; {rows}", flush=True)
+    runs = launcher.alternate_pairs(__file__, "mixed", forwarded, args)
     summary = {}
     for mode in ("plain", "braid"):
         good = [r for r in runs if r["mode"] == mode and r["status"] == "ok" and all(r["ranks"])]

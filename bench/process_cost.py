@@ -63,31 +63,13 @@ KEYS = ["first_allreduce_s", "gpu_mib_at_first_allreduce", "gpu_mib_after_kernel
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--t0", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--ranks", type=int, default=2)
-    p.add_argument("--braid", help="libbraid.so (default: gpubundle/lib/libbraid.so)", default="gpubundle/lib/libbraid.so")
-    p.add_argument("--pairs", type=int, default=2)
+    launcher.add_job_arguments(p, timeout=300)
     p.add_argument("--mb", type=int, default=64)
     p.add_argument("--calls", type=int, default=50)
-    p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--json", help="write the runs and summary here")
-    p.add_argument("--logs", help="folder for each rank's stderr")
     args = p.parse_args()
     if args.child:
         return child(args)
-    braid = os.path.abspath(args.braid)
-    if not os.path.exists(braid):
-        sys.exit(f"process_cost: {braid} does not exist; build it (bench/make_gpubundle.sh) or pass --braid")
-    runs = []
-    for pair in range(args.pairs):
-        for mode in ("plain", "braid"):
-            prefix = os.path.join(args.logs, f"cost.n{args.ranks}.{mode}.{pair}") if args.logs else None
-            rows, status = launcher.launch(__file__, ["--mb", str(args.mb), "--calls", str(args.calls)], args.ranks,
-                                           braid_lib=braid if mode == "braid" else None, timeout=args.timeout,
-                                           log_prefix=prefix)
-            runs.append({"mode": mode, "pair": pair, "status": status, "ranks": rows})
-            print(f"{mode} pair {pair}: {status}; rank 0: {rows[0]}", flush=True)
+    runs = launcher.alternate_pairs(__file__, "cost", ["--mb", str(args.mb), "--calls", str(args.calls)], args)
     summary = {}
     for mode in ("plain", "braid"):
         good = [r for r in runs if r["mode"] == mode and r["status"] == "ok" and all(r["ranks"])]

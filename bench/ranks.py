@@ -61,6 +61,35 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
     return rows, status
 
 
+def add_job_arguments(parser, timeout):
+    """The flags every plain-against-braid job shares (the children's own two hidden)."""
+    import argparse
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--t0", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--braid", default="gpubundle/lib/libbraid.so", help="libbraid.so (default: %(default)s)")
+    parser.add_argument("--pairs", type=int, default=2, help="plain/braid pairs, alternating")
+    parser.add_argument("--timeout", type=float, default=timeout, help="seconds per launch before its ranks are killed")
+    parser.add_argument("--json", help="write the runs and summary here")
+    parser.add_argument("--logs", help="folder for each rank's log (stderr and stdout)")
+
+
+def alternate_pairs(script, name, child_args, args):
+    """Runs the job plain and preloaded, alternating, args.pairs times; returns every run."""
+    braid = os.path.abspath(args.braid)
+    if not os.path.exists(braid):
+        sys.exit(f"{name}: {braid} does not exist; build it (bench/make_gpubundle.sh) or pass --braid")
+    runs = []
+    for pair in range(args.pairs):
+        for mode in ("plain", "braid"):
+            prefix = os.path.join(args.logs, f"{name}.n{args.ranks}.{mode}.{pair}") if args.logs else None
+            rows, status = launch(script, child_args, args.ranks, braid_lib=braid if mode == "braid" else None,
+                                  timeout=args.timeout, log_prefix=prefix)
+            runs.append({"mode": mode, "pair": pair, "status": status, "ranks": rows})
+            print(f"{mode} pair {pair}: {status}; rank 0: {rows[0]}", flush=True)
+    return runs
+
+
 def median(values):
     values = sorted(v for v in values if v is not None)
     if not values:

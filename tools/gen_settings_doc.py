@@ -5,18 +5,29 @@ import re
 
 root = pathlib.Path(__file__).resolve().parent.parent
 table = (root / "src/common/settings_table.inc").read_text()
+SETTING = r'^BRAID_SETTING\((\w+),\s*(\w+),\s*(.*?),\s*"(.*)"\)\s*$'
+NUMBER = r'^BRAID_NUMBER\((\w+),\s*(\w+),\s*([^,]+),\s*([^,]+),\s*([^,]+),\s*"(.*)"\)\s*$'
+REFUSED = "; any other value is refused with a warning and the default kept."
 rows = []
-for m in re.finditer(r'^BRAID_SETTING\((\w+),\s*(\w+),\s*(.*?),\s*"(.*)"\)\s*$', table, re.M):
-    field, typ, default, desc = m.groups()
+for line in table.splitlines():
+    text, number = re.match(SETTING, line), re.match(NUMBER, line)
+    if not (text or number):
+        continue
+    if number:
+        field, typ, default, lo, hi, desc = number.groups()
+        allowed = f"{lo.strip()} to {hi.strip()}"
+    else:
+        field, typ, default, desc = text.groups()
+        allowed = {"String": "text", "Bool": "boolean"}.get(typ, "")
     default = default.strip()
     if default == '""':
         default = "(empty)"
     if typ == "Choice":
-        allowed = default.strip('"').split("|")
-        default = allowed[0]
-        desc += " One of: " + ", ".join(f"`{a}`" for a in allowed) + "; any other value is refused with a warning and the default kept."
-    rows.append(f"| `BRAID_{field.upper()}` | {typ.lower()} | `{default.strip(chr(34))}` | {desc} |")
+        choices = default.strip('"').split("|")
+        default = choices[0]
+        allowed = ", ".join(f"`{a}`" for a in choices)
+    rows.append(f"| `BRAID_{field.upper()}` | {typ.lower()} | `{default.strip(chr(34))}` | {allowed} | {desc} |")
 doc = root / "docs/SETTINGS.md"
 text = doc.read_text()
 head = text.split("| variable |")[0]
-doc.write_text(head + "| variable | type | default | meaning |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+doc.write_text(head + "| variable | type | default | accepted | meaning |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")

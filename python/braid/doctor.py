@@ -1,7 +1,9 @@
 """`braid doctor`: what braid sees on this machine and what it will do there.
 
 The machine comes from braid's own discovery (braid-plan --show-topology: sysfs and NVML, the code
-the drop-in runs), the settings from braid's settings table (braid-plan --show-settings), the PCIe
+the drop-in runs), the settings and braid's own reading of each value set from the library's settings
+layer (braid-plan --show-settings: no second parser here), /dev/shm against what braid's set-up
+allocates there and the braid files in it (braid-plan --show-shm), the PCIe
 ceiling from braid-bench --ceiling-only, the real NCCL as the drop-in finds it (nccl.py). When
 braid will split is said from the rules of src/shim/pcie_path.cpp and src/multipath/orchestrator.cpp
 (split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
@@ -34,7 +36,6 @@ ALWAYS_TO_NCCL = [
     "on a non-blocking communicator, one with an asynchronous error, or one with a single rank",
     "buffers that are not device (or managed) memory of the communicator's GPU",
     "FP8 reductions on GPUs below sm90, and PreMulSum operators braid cannot remake",
-    "alltoall, gather, scatter, send/recv: braid has no split for them",
 ]
 
 
@@ -45,8 +46,14 @@ def _run_json(argv, env=None, timeout=120):
     return json.loads(out.stdout)
 
 
-def settings_table() -> List[dict]:
-    return _run_json([tools.tool("braid-plan"), "--show-settings"])
+def settings_table(environ=None) -> List[dict]:
+    """Every setting, with the library's own reading of each variable set in `environ` (default:
+    this process's environment), and rows of type Unknown for BRAID_* names braid does not know."""
+    return _run_json([tools.tool("braid-plan"), "--show-settings"], env=environ)
+
+
+def shm_report() -> dict:
+    return _run_json([tools.tool("braid-plan"), "--show-shm"])
 
 
 def discovered_topology() -> dict:
@@ -54,23 +61,14 @@ def discovered_topology() -> dict:
 
 
 def _setting(table: List[dict], name: str) -> str:
-    """The value braid uses: the one set, else (unset, or refused by the settings layer as it
-    refuses it: a Choice outside its list, a number that is none) the default."""
+    """The value braid uses, as the library reads it: the one set where braid accepts it, else (unset,
+    or refused) the default."""
     for row in table:
         if row["name"] != name:
             continue
-        default = row["default"].split("|")[0] if row["type"] == "Choice" else row["default"]
-        value = row.get("value")
-        if value is None:
-            return default
-        if row["type"] == "Choice" and value not in row["default"].split("|"):
-            return default
-        if row["type"] in ("Int", "Double"):
-            try:
-                float(value)
-            except ValueError:
-                return default
-        return value
+        if "parsed" in row:
+            return row["parsed"]
+        return row["default"].split("|")[0] if row["type"] == "Choice" else row["default"]
     raise KeyError(name)
 
 
@@ -92,7 +90,7 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
         return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in SPLIT_COLLECTIVES]
     if ranks < 2:
         return [SplitRule(c, None, None, "fewer than 2 GPUs: nothing to split") for c in SPLIT_COLLECTIVES]
-    min_bytes = int(float(_setting(table, "BRAID_SPLIT_MIN_BYTES")))
+    min_bytes = int(_setting(table, "BRAID_SPLIT_MIN_BYTES"))
     if min_bytes <= 0:
         # Auto (orchestrator.cpp): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
         # up to about 64 MB; without NVLink, HyLink's S_min.
@@ -101,8 +99,8 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
     # auto: two ranks only, where it was measured to pay (src/multipath/orchestrator.cpp).
     own_nvlink = nvlink_path == "copy" or (nvlink_path == "auto" and nvlink and ranks == 2)
     # AllReduce's NVLink path has a threshold of its own (Orchestrator::copy_engines_take).
-    path_min = {"all_gather": max(0, int(float(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES")))),
-                "all_reduce": max(0, int(float(_setting(table, "BRAID_NVLINK_ALLREDUCE_MIN_BYTES"))))}
+    path_min = {"all_gather": int(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES")),
+                "all_reduce": int(_setting(table, "BRAID_NVLINK_ALLREDUCE_MIN_BYTES"))}
     rules = []
     for c in SPLIT_COLLECTIVES:
         rides = own_nvlink and c in NVLINK_PATH_COLLECTIVES
@@ -236,25 +234,72 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
         if reason.startswith("inside an NCCL group") and _truthy(_setting(table, "BRAID_SPLIT_GROUPS")):
             reason += " (BRAID_SPLIT_GROUPS=1 is set)"
         lines.append("   - " + reason)
+    lines.append("  " + exchange_line(table))
     return lines
 
 
-def settings_lines(table: List[dict], environ=None) -> List[str]:
-    """Every BRAID_* variable set, with those braid does not know or would refuse marked."""
-    env = os.environ if environ is None else environ
-    known = {row["name"]: row for row in table}
-    set_here = sorted(k for k in env if k.startswith("BRAID_"))
+def exchange_line(table: List[dict]) -> str:
+    """What happens to alltoall, gather, scatter and send/recv: not split, but routed where
+    BRAID_ROUTE_EXCHANGES asks (src/shim/pcie_path.cpp, src/shim/grouped_p2p.cpp; docs/ROUTING.md)."""
+    mode = int(_setting(table, "BRAID_ROUTE_EXCHANGES"))
+    if mode == 0:
+        return ("alltoall, gather, scatter, send/recv: never split; NCCL carries them. BRAID_ROUTE_EXCHANGES=1 "
+                "routes them through braid's copy-engine peer copies and 2-hop relays (docs/ROUTING.md)")
+    since = format_size(int(_setting(table, "BRAID_ROUTE_MIN_BYTES")))
+    return (f"alltoall, gather, scatter, send/recv groups: routed by braid (BRAID_ROUTE_EXCHANGES={mode}) where a "
+            f"flow reaches {since} (BRAID_ROUTE_MIN_BYTES)"
+            + (" and the router finds a relay pays; else NCCL" if mode == 1 else ", relayed or direct") +
+            "; send/recv only where every rank makes the same group (docs/ROUTING.md)")
+
+
+def settings_lines(table: List[dict]) -> List[str]:
+    """Every BRAID_* variable set (the rows with a value), with braid's own reading of it: refused
+    values and names braid does not know are marked."""
+    set_here = sorted((row for row in table if "value" in row), key=lambda row: row["name"])
     if not set_here:
         return ["none (every setting at its default; docs/SETTINGS.md lists them)"]
     lines = []
-    for name in set_here:
-        row = known.get(name)
+    for row in set_here:
         note = ""
-        if row is None:
-            note = "   UNKNOWN to braid (a typo?)"
-        elif row["type"] == "Choice" and env[name] not in row["default"].split("|"):
-            note = f"   NOT ALLOWED: one of {row['default'].replace('|', ', ')}; braid uses the default"
-        lines.append(f"  {name}={env[name]}{note}")
+        if row["type"] == "Unknown":
+            note = f"   UNKNOWN to braid: ignored (did you mean {row['nearest']}?)"
+        elif row["type"] == "Tool":
+            note = "   (read by braid's tools and Python package)"
+        elif row.get("refused"):
+            note = f"   REFUSED: {row['reason']}; braid uses the default {row['parsed']}"
+        elif row.get("parsed") not in (None, row["value"]):
+            note = f"   (braid reads {row['parsed']})"
+        lines.append(f"  {row['name']}={row['value']}{note}")
+    return lines
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB"
+
+
+def shm_lines(shm: dict) -> List[str]:
+    """/dev/shm against what one communicator's set-up allocates there, and braid's files in it."""
+    if not shm.get("known"):
+        return [f"{shm.get('dir', '/dev/shm')}: its size cannot be read here"]
+    need = shm["need"]
+    how = (f"BRAID_STAGING_BYTES={shm['staging_bytes_set']}" if shm["staging_bytes_set"]
+           else "1 GiB of staging, the CUDA backend's default")
+    lines = [f"{shm['dir']}: size {_mib(shm['size'])}, {_mib(shm['free'])} free",
+             f"  braid needs {_mib(need)} per communicator of {shm['ranks']} GPUs at its set-up "
+             f"(control, and {how} x {shm['numa_nodes']} NUMA node(s)), allocated for real"]
+    if shm["free"] >= need:
+        lines.append("  enough")
+    else:
+        at_least = -(-(shm["size"] - shm["free"] + need) // (1 << 20))
+        lines.append(f"  NOT ENOUGH: braid's part of a communicator will not start, and its calls go to NCCL alone "
+                     f"(one WARN says so). Give /dev/shm at least {at_least} MiB (docker run --shm-size={at_least}m) "
+                     f"or set BRAID_STAGING_BYTES lower (collectives then run in pieces)")
+    files = shm.get("files", [])
+    stale = [f for f in files if f["stale"]]
+    lines.append(f"  braid files there: {len(files)}" + (f", {len(stale)} STALE (the next set-up removes them, "
+                                                           "or rm them yourself)" if stale else ""))
+    for f in files:
+        lines.append(f"   {'STALE ' if f['stale'] else ''}{f['name']} ({_mib(f['bytes'])}): {f['state']}")
     return lines
 
 
@@ -295,8 +340,12 @@ def report(measure: bool = True) -> int:
     print("\n== what braid splits (per communicator; docs/MULTIPATH.md) ==")
     for line in _split_lines(table, topology, gpu):
         print(line)
-    print("\n== BRAID_* settings set ==")
+    print("\n== BRAID_* settings set (braid's own reading of each) ==")
     for line in settings_lines(table):
+        print(line)
+    print("\n== shared memory ==")
+    shm = _attempt("read /dev/shm", shm_report, None)
+    for line in shm_lines(shm) if shm else []:
         print(line)
     if not gpu:
         print("\n== no GPU ==")

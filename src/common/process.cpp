@@ -1,6 +1,8 @@
 #include "common/process.h"
 
 #include <cerrno>
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +25,19 @@ bool process_dead(pid_t pid) {
   if (close_paren == nullptr || close_paren[1] == '\0') return false;
   const char state = close_paren[2];
   return state == 'Z' || state == 'X' || state == 'x';
+}
+
+uint64_t pid_namespace() {
+  struct stat st {};
+  if (stat("/proc/self/ns/pid", &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+bool peer_process_dead(pid_t pid, uint64_t pid_ns) {
+  // Not cached: a process forked after unshare(CLONE_NEWPID) lives in a namespace its parent does not.
+  const uint64_t own = pid_namespace();
+  if (pid_ns != 0 && own != 0 && pid_ns != own) return false;
+  return process_dead(pid);
 }
 
 }  // namespace braid

@@ -70,7 +70,7 @@ class CudaBackend final : public device::Backend {
   // download sooner, which the cost model does not see.
   int preferred_chunks() const override { return 4; }
   // A 1 GiB all_reduce of 2 ranks fits in one piece (piece boundaries drain the pipeline).
-  size_t preferred_staging_bytes() const override { return size_t{1} << 30; }
+  size_t preferred_staging_bytes() const override { return kPinnedStagingBytes; }
   void set_timeout(double seconds) override { timeout_seconds_ = seconds; }
   void set_abort_flag(const std::atomic<uint64_t>* flag) override { external_abort_ = flag; }
   void abort() override;

@@ -3,7 +3,7 @@
 // Under lazy loading a kernel's first launch loads its module holding CUDA's context lock and
 // waits for the device to go idle. The device may then wait for a split call's PCIe share, whose
 // GPU work braid's progress thread can no longer queue behind that lock: FSDP2 stopped so on the
-// one-GPU rig (docs/MULTIPATH.md, "Lazy module loading"). So braid keeps its PCIe share off where
+// one-GPU rig (docs/MULTIPATH.md, "The deadlock rule"). So braid keeps its PCIe share off where
 // a process loads lazily (multipath/paths_admitted.h). The drop-in never changes the application's
 // choice: eager loading cost a PyTorch process about 1 GiB of GPU memory and seconds of start-up.
 #pragma once

@@ -79,7 +79,9 @@ class Backend {
   // Chunks per block when BRAID_CHUNKS is not set; 0 lets the cost model choose.
   virtual int preferred_chunks() const { return 0; }
   // Host staging per NUMA node when BRAID_STAGING_BYTES is not set.
-  virtual size_t preferred_staging_bytes() const { return size_t{64} << 20; }
+  virtual size_t preferred_staging_bytes() const { return kHostStagingBytes; }
+  static constexpr size_t kHostStagingBytes = size_t{64} << 20;     // memcpy threads (the CPU backend)
+  static constexpr size_t kPinnedStagingBytes = size_t{1} << 30;    // DMA engines (the CUDA backend)
 
   // Bounds every queue wait by `seconds`; a wait that runs past it fails the backend.
   virtual void set_timeout(double seconds) = 0;

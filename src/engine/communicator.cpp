@@ -14,6 +14,7 @@
 #include "common/settings.h"
 #include "engine/control.h"
 #include "engine/faults.h"
+#include "engine/stale_segments.h"
 #include "plan/generate.h"
 
 #if __has_include(<numa.h>)
@@ -24,7 +25,7 @@
 namespace braid::engine {
 namespace {
 
-constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, lazily backed)
+constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, allocated at set-up)
 constexpr int kScratchSlices = 4;
 
 std::string call_text(const CallRecord& c) {
@@ -55,7 +56,40 @@ bool same_call(const CallRecord& a, const CallRecord& b) {
          a.range_begin.load() == b.range_begin.load() && a.range_count.load() == b.range_count.load();
 }
 
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+// The failure to report when /dev/shm cannot hold a communicator's segments (last_error() holds
+// the allocation's own): what is there, what braid needs, and what to do. `held`: what this set-up
+// had allocated already (it is released as the set-up fails), counted as free.
+Result shm_shortage(int nranks, size_t staging, int numa_count, uint64_t held) {
+  const std::string cause = last_error();
+  const uint64_t control = control_bytes(nranks, kCounterCapacity);
+  const uint64_t need = shm_bytes_needed(nranks, numa_count, staging);
+  ShmSpace space;
+  if (!shm_space(&space))
+    return fail(Result::SystemError, "braid's shared memory for this communicator (%s) cannot be allocated: %s",
+                mib(need).c_str(), cause.c_str());
+  space.free = std::min(space.size, space.free + held);
+  const uint64_t at_least = (space.size - std::min(space.size, space.free) + need + (1 << 20) - 1) >> 20;
+  return fail(Result::SystemError,
+              "%s (size %s, %s free) cannot hold braid's shared memory for this communicator: it needs %s "
+              "(%s of control and %d x %s of staging). Give /dev/shm at least %llu MiB (docker run "
+              "--shm-size=%llum, or a larger tmpfs) or lower BRAID_STAGING_BYTES (collectives then run in "
+              "pieces). [%s]",
+              kShmDir, mib(space.size).c_str(), mib(space.free).c_str(), mib(need).c_str(), mib(control).c_str(),
+              numa_count, mib(staging).c_str(), static_cast<unsigned long long>(at_least),
+              static_cast<unsigned long long>(at_least), cause.c_str());
+}
+
 }  // namespace
+
+size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes) {
+  return control_bytes(nranks, kCounterCapacity) + staging_bytes / 64 * 64 * static_cast<size_t>(std::max(0, numa_nodes));
+}
 
 CommId CommId::random() {
   CommId id;
@@ -104,6 +138,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   const int numa_count = options.host_path ? std::max<int>(1, static_cast<int>(topology.numa_nodes().size())) : 0;
   const double timeout = cfg.timeout;
   const size_t control_size = control_bytes(nranks, kCounterCapacity);
+  const size_t control_head = control_bytes(nranks, 0);  // where a failure is posted: allocated first
   const auto names = [&] {
     std::vector<std::string> n{c->name_prefix_ + "-ctl"};
     for (int i = 0; i < numa_count; ++i) n.push_back(c->name_prefix_ + "-stage" + std::to_string(i));
@@ -113,29 +148,19 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     for (const auto& n : names) SharedSegment::unlink(n);
   };
 
-  Result r = Result::Success;
-  if (fault_injected(FaultStep::Segments, rank)) return injected_failure(FaultStep::Segments, rank);
   if (rank == 0) {
-    r = SharedSegment::create(names[0], control_size, &c->control_);
-    for (int i = 0; i < numa_count && r == Result::Success; ++i) {
-      SharedSegment seg;
-      r = SharedSegment::create(names[1 + i], c->staging_bytes_, &seg);
-      if (r == Result::Success) {
-        seg.place_on_numa(i);
-        c->staging_.push_back(std::move(seg));
-      }
-    }
-    if (r != Result::Success) {
-      unlink_all();
-      return r;
-    }
+    remove_stale_segments();  // left by a set-up that was killed
+    Result r = SharedSegment::create(names[0], control_size, &c->control_, nullptr, control_head);
+    if (r != Result::Success)
+      return SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count, 0) : r;
     ControlHeader* h = control_header(c->control_.data());
     h->nranks.store(static_cast<uint64_t>(nranks));
     h->counter_capacity.store(kCounterCapacity);
+    h->creator_pid.store(static_cast<uint64_t>(getpid()));
+    h->creator_pid_ns.store(pid_namespace());
     h->magic.store(kControlMagic, std::memory_order_release);
   } else {
-    r = SharedSegment::open(names[0], control_size, timeout, nullptr, &c->control_);
-    if (r != Result::Success) return r;
+    BRAID_TRY(SharedSegment::open(names[0], control_size, timeout, nullptr, &c->control_));
     ControlHeader* h = control_header(c->control_.data());
     const auto start = std::chrono::steady_clock::now();
     while (h->magic.load(std::memory_order_acquire) != kControlMagic) {
@@ -145,44 +170,92 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     if (h->nranks.load() != static_cast<uint64_t>(nranks))
-      return fail(Result::InvalidUsage, "rank %d was created for %d ranks but rank 0 for %llu",
-                  rank, nranks, static_cast<unsigned long long>(h->nranks.load()));
+      return fail(Result::InvalidUsage, "rank %d was created for %d ranks but rank 0 for %llu", rank, nranks,
+                  static_cast<unsigned long long>(h->nranks.load()));
+  }
+  ControlHeader* header = control_header(c->control_.data());
+  RankRecord* records = rank_records(c->control_.data());
+  records[rank].pid.store(static_cast<uint64_t>(getpid()));
+  records[rank].pid_ns.store(pid_namespace());
+  header->opened.fetch_add(1);
+
+  // From here this rank's failure is posted in the control segment before it leaves, so the others
+  // fail at once with its cause instead of waiting BRAID_TIMEOUT. The names stay until every rank
+  // opened the control segment (each has seen the failure then) or the wait for them times out.
+  const auto failed_before_attach = [&](Result failure) {
+    const std::string why = last_error();
+    c->post_failure(rank, why);
+    const auto start = std::chrono::steady_clock::now();
+    while (header->opened.load() < static_cast<uint64_t>(nranks) && device::seconds_since(start) <= timeout)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    unlink_all();
+    return fail(failure, "%s", why.c_str());
+  };
+  // Another rank's posted failure ends this rank's set-up with its cause.
+  const auto peer_failed = [&] {
+    if (header->opened.load() >= static_cast<uint64_t>(nranks)) unlink_all();
+    return fail(Result::RemoteError, "%s", c->abort_text("set-up").c_str());
+  };
+  if (fault_injected(FaultStep::Segments, rank)) return failed_before_attach(injected_failure(FaultStep::Segments, rank));
+  if (rank == 0) {
+    uint64_t held = control_head;  // allocated so far
+    Result r = c->control_.allocate(control_head, control_size - control_head);
+    if (r == Result::Success) held = control_size;
+    for (int i = 0; i < numa_count && r == Result::Success; ++i) {
+      SharedSegment seg;
+      r = SharedSegment::create(names[1 + i], c->staging_bytes_, &seg);
+      if (r == Result::Success) {
+        seg.place_on_numa(i);
+        c->staging_.push_back(std::move(seg));
+        held += c->staging_bytes_;
+      }
+    }
+    if (r != Result::Success)
+      return failed_before_attach(SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count, held) : r);
+  } else {
     for (int i = 0; i < numa_count; ++i) {
       SharedSegment seg;
-      BRAID_TRY(SharedSegment::open(names[1 + i], c->staging_bytes_, timeout, nullptr, &seg));
+      const Result r = SharedSegment::open(names[1 + i], c->staging_bytes_, timeout, &header->abort, &seg);
+      if (r != Result::Success) return header->abort.load() != 0 ? peer_failed() : failed_before_attach(r);
       c->staging_.push_back(std::move(seg));
     }
   }
 
   // Attach, wait for everyone, then remove the names: from here a crash leaves nothing behind.
-  ControlHeader* header = control_header(c->control_.data());
-  RankRecord* records = rank_records(c->control_.data());
-  records[rank].pid.store(static_cast<uint64_t>(getpid()));
   header->attached.fetch_add(1);
   const auto start = std::chrono::steady_clock::now();
+  auto last_peer_check = start;
   while (header->attached.load() < static_cast<uint64_t>(nranks)) {
-    if (header->abort.load() != 0) {
-      unlink_all();
-      return fail(Result::RemoteError, "communicator aborted during creation");
-    }
+    if (header->abort.load() != 0) return peer_failed();
     if (device::seconds_since(start) > timeout) {
       unlink_all();
       return fail(Result::RemoteError, "only %llu of %d ranks attached within %.1f s",
                   static_cast<unsigned long long>(header->attached.load()), nranks, timeout);
+    }
+    if (std::chrono::steady_clock::now() - last_peer_check > std::chrono::milliseconds(20)) {
+      last_peer_check = std::chrono::steady_clock::now();
+      for (int q = 0; q < nranks; ++q) {
+        const PeerProcess peer{q, static_cast<pid_t>(records[q].pid.load()), records[q].pid_ns.load()};
+        if (q != rank && peer.pid != 0 && peer.pid != getpid() && peer.dead()) {
+          // Its names are this rank's to remove: a rank killed during set-up cannot.
+          unlink_all();
+          return fail(Result::RemoteError, "%s died during set-up", c->describe_rank(q).c_str());
+        }
+      }
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   unlink_all();
 
   for (int q = 0; q < nranks; ++q) {
-    const auto pid = static_cast<pid_t>(records[q].pid.load());
-    if (q != rank && pid != getpid()) c->peers_.emplace_back(q, pid);
+    const PeerProcess peer{q, static_cast<pid_t>(records[q].pid.load()), records[q].pid_ns.load()};
+    if (q != rank && !(peer.pid == getpid() && peer.pid_ns == pid_namespace())) c->peers_.push_back(peer);
   }
-  // Every rank is attached: a rank failing from here on tells the others through the abort word,
-  // so they stop at once (in their own set-up, or at their first collective) instead of timing out.
+  // Every rank is attached: a rank failing from here on tells the others through the abort word
+  // (with its cause posted), so they stop at once (in their own set-up, or at their first
+  // collective) instead of timing out.
   const auto failed_setup = [&](Result failure) {
-    uint64_t none = 0;
-    header->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank));
+    c->post_failure(rank, last_error());
     return failure;
   };
   if (fault_injected(FaultStep::Register, rank)) return failed_setup(injected_failure(FaultStep::Register, rank));
@@ -205,7 +278,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   const int my_numa = rank_numa.empty() ? 0 : rank_numa[rank];
   std::vector<int> cpus;
   if (!cfg.cpu_list.empty()) {
-    BRAID_TRY(parse_cpu_list(cfg.cpu_list, &cpus));
+    if (Result parsed = parse_cpu_list(cfg.cpu_list, &cpus); parsed != Result::Success) return failed_setup(parsed);
   } else {
 #ifdef BRAID_HAVE_LIBNUMA
     if (numa_available() >= 0 && numa_max_node() >= 1 && my_numa <= numa_max_node()) {
@@ -236,7 +309,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
     // A list the user gave is theirs to divide; the NUMA node's is sliced per rank.
     if (cfg.cpu_list.empty()) cpus = mine.cpus;
   }
-  c->pool_ = std::make_unique<WorkerPool>(threads, cpus);
+  if (Result made = WorkerPool::create(threads, cpus, &c->pool_); made != Result::Success) return failed_setup(made);
 
   ExecutorConfig ec;
   ec.rank = rank;
@@ -254,8 +327,8 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   ec.scratch_slices = kScratchSlices;
   ec.scratch = backend->device_scratch(kScratchSlices * c->slice_bytes_);
   if (ec.scratch == nullptr)
-    return fail(Result::SystemError, "device scratch of %zu bytes unavailable",
-                kScratchSlices * c->slice_bytes_);
+    return failed_setup(fail(Result::SystemError, "device scratch of %zu bytes unavailable",
+                             kScratchSlices * c->slice_bytes_));
   c->executor_ = std::make_unique<Executor>(ec);
   BRAID_INFO(Init, "rank %d/%d: communicator %s, %d worker threads, staging %zu bytes x %d NUMA",
              rank, nranks, c->name_prefix_.c_str(), threads, c->staging_bytes_, numa_count);
@@ -297,6 +370,35 @@ void Communicator::abort() {
   if (pool_) pool_->drop_pending();
 }
 
+void Communicator::post_failure(int rank, const std::string& text) {
+  char* slot = rank_records(control_.data())[rank].failure;
+  std::snprintf(slot, kFailureTextBytes, "%s", text.c_str());
+  uint64_t none = 0;
+  control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank));
+}
+
+std::string Communicator::failure_text(int rank) const {
+  const char* slot = rank_records(control_.data())[rank].failure;
+  return std::string(slot, strnlen(slot, kFailureTextBytes));
+}
+
+std::string Communicator::abort_text(const char* during) const {
+  const uint64_t word = control_header(control_.data())->abort.load();
+  const int culprit = abort_culprit(word);
+  switch (abort_reason(word)) {
+    case AbortReason::UserAbort:
+      return describe_rank(culprit) + " aborted the communicator during " + during;
+    case AbortReason::RankDied:
+      return describe_rank(culprit) + " died during " + during;
+    case AbortReason::RankStalled:
+      return describe_rank(culprit) + " stopped responding during " + during;
+    default: {
+      const std::string posted = failure_text(culprit);
+      return describe_rank(culprit) + " failed during " + during + (posted.empty() ? " (see its log)" : ": " + posted);
+    }
+  }
+}
+
 std::string Communicator::describe_rank(int rank) const {
   if (rank < 0 || rank >= nranks_) return "a rank";
   const auto pid = rank_records(control_.data())[rank].pid.load();
@@ -335,7 +437,7 @@ Result Communicator::report_failure(Collective c, const RunFailure& f, double wa
         break;
       }
       default:
-        text = describe_rank(culprit) + " failed during " + coll + " (see its log)";
+        text = abort_text(coll.c_str());
         break;
     }
   }

@@ -23,6 +23,7 @@
 #include "engine/executor.h"
 #include "engine/schedule.h"
 #include "engine/shm.h"
+#include "engine/watchdog.h"
 #include "engine/worker_pool.h"
 #include "reduce/reduce.h"
 #include "topo/topology.h"
@@ -41,6 +42,10 @@ struct BlockRange {
   size_t begin = 0;
   size_t count = kWhole;  // kWhole: the whole block
 };
+
+// Bytes of /dev/shm a communicator's set-up allocates (at rank 0): its control segment and a
+// staging segment of `staging_bytes` per NUMA node.
+size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes);
 
 // What a communicator is made for. Without the host path it holds only the control segment:
 // meetings, exchanges and the path signals braid's NVLink path uses, and no staging, worker
@@ -149,6 +154,12 @@ class Communicator {
   Result schedule_for(Collective c, int root, const std::vector<bool>& in_place, size_t bytes,
                       DataType type, const dsl::Program* given, const Schedule** out);
   std::string describe_rank(int rank) const;
+  // Posts this rank's failure (its cause) in the control segment, then raises the abort word
+  // naming it (if none is raised yet): the others then fail at once with that cause.
+  void post_failure(int rank, const std::string& text);
+  std::string failure_text(int rank) const;  // what `rank` posted; empty if nothing
+  // Why the abort word is raised, for a wait it ended "during" something.
+  std::string abort_text(const char* during) const;
 
   int rank_ = 0;
   int nranks_ = 1;
@@ -159,7 +170,7 @@ class Communicator {
   std::vector<SharedSegment> staging_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<Executor> executor_;
-  std::vector<std::pair<int, pid_t>> peers_;  // other processes' ranks, for death checks
+  std::vector<PeerProcess> peers_;  // other processes' ranks, for death checks
   uint64_t calls_ = 0;
   uint64_t barriers_ = 0;
   uint64_t runs_ = 0;

@@ -40,8 +40,15 @@ struct alignas(64) PathSignal {
 };
 inline constexpr int kPathSignals = 8;
 
+// A rank that fails during set-up writes why here before it raises the abort word naming it, so
+// the others fail at once with its cause (a string, NUL-terminated; read only by the one the abort
+// word names).
+inline constexpr size_t kFailureTextBytes = 1024;
+
 struct alignas(64) RankRecord {
   std::atomic<uint64_t> pid;
+  std::atomic<uint64_t> pid_ns;        // its pid namespace (0: unknown): pids compare only within one
+  char failure[kFailureTextBytes];
   std::atomic<uint64_t> barrier;       // the last barrier this rank arrived at (monotonic)
   CallRecord calls[2];                 // by call parity: a fast rank never overwrites a record
                                        // a slow rank is still comparing
@@ -75,7 +82,10 @@ inline int abort_culprit(uint64_t word) { return static_cast<int>(word & 0xffff)
 struct alignas(64) ControlHeader {
   std::atomic<uint64_t> magic;  // set last by the creator: the segment is initialised
   std::atomic<uint64_t> nranks;
-  std::atomic<uint64_t> attached;
+  std::atomic<uint64_t> opened;    // ranks that mapped this segment (each then sees a failure posted here)
+  std::atomic<uint64_t> attached;  // ranks that mapped every segment
+  std::atomic<uint64_t> creator_pid;     // rank 0, for a later start that finds the names left behind
+  std::atomic<uint64_t> creator_pid_ns;  // (a rank killed during set-up cannot remove them)
   std::atomic<uint64_t> counter_capacity;
   alignas(64) std::atomic<uint64_t> abort;
 };

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -53,14 +55,46 @@ Result map_fd(int fd, const std::string& name, size_t bytes,
 
 SharedSegment::Mapping::~Mapping() {
   if (data != nullptr) munmap(data, size);
+  if (fd >= 0) close(fd);
+}
+
+bool shm_space(ShmSpace* out) {
+  struct statvfs vfs {};
+  if (statvfs(kShmDir, &vfs) != 0) return false;
+  out->size = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  out->free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  return true;
+}
+
+namespace {
+thread_local bool t_out_of_space = false;
+}  // namespace
+
+bool SharedSegment::out_of_space() { return t_out_of_space; }
+
+Result SharedSegment::allocate(size_t offset, size_t bytes) {
+  t_out_of_space = false;
+  if (mapping_ == nullptr || mapping_->fd < 0 || offset > mapping_->size)
+    return fail(Result::InternalError, "shared segment %s: allocate without its creator's descriptor", name_.c_str());
+  bytes = std::min(bytes, mapping_->size - offset);
+  if (bytes == 0) return Result::Success;
+  const int err = posix_fallocate(mapping_->fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+  if (err == 0) return Result::Success;
+  t_out_of_space = err == ENOSPC || err == ENOMEM || err == EFBIG;
+  ShmSpace space;
+  const bool known = shm_space(&space);
+  return fail(Result::SystemError, "could not allocate %zu bytes of shared memory for %s: %s (%s: %llu MiB, %llu MiB free)",
+              bytes, name_.c_str(), strerror(err), kShmDir, known ? static_cast<unsigned long long>(space.size >> 20) : 0ull,
+              known ? static_cast<unsigned long long>(space.free >> 20) : 0ull);
 }
 
 SharedSegment::~SharedSegment() = default;
 SharedSegment::SharedSegment(SharedSegment&& other) noexcept = default;
 SharedSegment& SharedSegment::operator=(SharedSegment&& other) noexcept = default;
 
-Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists) {
+Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists, size_t reserve) {
   std::lock_guard lock(registry_mutex());
+  t_out_of_space = false;
   if (exists != nullptr) *exists = false;
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0 && errno == EEXIST && exists != nullptr) {
@@ -79,19 +113,25 @@ Result SharedSegment::create(const std::string& name, size_t bytes, SharedSegmen
   }
   SharedSegment seg;
   Result r = map_fd(fd, name, bytes, &seg.mapping_);
-  close(fd);
+  if (r != Result::Success) {
+    close(fd);
+    shm_unlink(name.c_str());
+    return r;
+  }
+  seg.mapping_->fd = fd;
+  seg.name_ = name;
+  r = seg.allocate(0, reserve);
   if (r != Result::Success) {
     shm_unlink(name.c_str());
     return r;
   }
-  seg.name_ = name;
   *out = std::move(seg);
   BRAID_INFO(Shm, "created %s (%zu bytes)", name.c_str(), bytes);
   return Result::Success;
 }
 
 Result SharedSegment::open(const std::string& name, size_t bytes, double timeout_s,
-                           const volatile uint64_t* abort_word, SharedSegment* out) {
+                           const std::atomic<uint64_t>* abort_word, SharedSegment* out) {
   const auto start = std::chrono::steady_clock::now();
   auto sleep_us = std::chrono::microseconds(50);
   for (;;) {
@@ -123,7 +163,7 @@ Result SharedSegment::open(const std::string& name, size_t bytes, double timeout
                     strerror(errno));
       }
     }
-    if (abort_word != nullptr && *abort_word != 0)
+    if (abort_word != nullptr && abort_word->load() != 0)
       return fail(Result::RemoteError, "aborted while waiting for shared segment %s",
                   name.c_str());
     const double waited =

@@ -2,6 +2,7 @@
 // ("/braid-<32 hex>-<what>"), created mode 0600 by one rank and opened by the others.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,13 +25,23 @@ class SharedSegment {
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
 
-  // Creates `name` (O_CREAT|O_EXCL, 0600) of `bytes` bytes, zero-filled, and maps it. With
-  // `exists` given, a name that exists already is no failure to log: *exists says so (the caller
-  // opens it instead) and the result is SystemError.
-  static Result create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists = nullptr);
+  // Creates `name` (O_CREAT|O_EXCL, 0600) of `bytes` bytes, zero-filled, and maps it. Its first
+  // `reserve` bytes (all by default) are allocated for real (posix_fallocate), so touching them can
+  // never raise SIGBUS when /dev/shm is full; allocate() reserves the rest. With `exists` given, a
+  // name that exists already is no failure to log: *exists says so (the caller opens it instead)
+  // and the result is SystemError.
+  static Result create(const std::string& name, size_t bytes, SharedSegment* out, bool* exists = nullptr,
+                       size_t reserve = SIZE_MAX);
+  // Allocates bytes [offset, offset + bytes) of a segment this process created; a /dev/shm too
+  // small fails with SystemError naming its size and free space.
+  Result allocate(size_t offset, size_t bytes);
+  // Whether this thread's last allocation (create or allocate) failed for want of room in /dev/shm
+  // (ENOSPC, or ENOMEM where a memory limit holds it), rather than for another reason.
+  static bool out_of_space();
   // Opens an existing segment, retrying until it exists with `bytes` bytes or `timeout_s` passed.
+  // `abort_word` (may be null) set ends the wait with RemoteError.
   static Result open(const std::string& name, size_t bytes, double timeout_s,
-                     const volatile uint64_t* abort_word, SharedSegment* out);
+                     const std::atomic<uint64_t>* abort_word, SharedSegment* out);
   // Removes the name (the mapping stays valid). ENOENT is not an error.
   static void unlink(const std::string& name);
 
@@ -45,6 +56,7 @@ class SharedSegment {
   struct Mapping {
     void* data = nullptr;
     size_t size = 0;
+    int fd = -1;  // kept by the creator, for allocate()
     ~Mapping();
   };
 
@@ -52,5 +64,13 @@ class SharedSegment {
   std::shared_ptr<Mapping> mapping_;
   std::string name_;
 };
+
+// The size and free space of the file system behind shm_open (/dev/shm); false where it cannot say.
+struct ShmSpace {
+  uint64_t size = 0;
+  uint64_t free = 0;
+};
+bool shm_space(ShmSpace* out);
+inline constexpr const char* kShmDir = "/dev/shm";
 
 }  // namespace braid::engine

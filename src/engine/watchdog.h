@@ -1,6 +1,6 @@
 // Bounded waiting for the engine: every wait polls with back-off and gives up when the
 // communicator's abort word is set, when the timeout passes, or (for the waits of the calling
-// thread) when a peer process has died.
+// thread) when a peer process has died (judged by pid within one pid namespace only).
 #pragma once
 
 #include <sys/types.h>
@@ -18,12 +18,21 @@ namespace braid::engine {
 
 enum class WaitOutcome { Done, Aborted, TimedOut, PeerDied };
 
+// A rank that is another process, as it recorded itself in the control segment: its pid means
+// something only in its pid namespace (containers sharing /dev/shm may each have their own).
+struct PeerProcess {
+  int rank = 0;
+  pid_t pid = 0;
+  uint64_t pid_ns = 0;  // 0: unknown
+  bool dead() const { return peer_process_dead(pid, pid_ns); }
+};
+
 struct WaitContext {
   const std::atomic<uint64_t>* abort_word = nullptr;  // shared: any rank may set it
   std::chrono::steady_clock::time_point start;        // when the collective began
   double timeout_s = 30.0;
-  // Peers to watch (calling thread only): pids of the other ranks that are other processes.
-  const std::vector<std::pair<int, pid_t>>* peers = nullptr;
+  // Peers to watch (calling thread only): the other ranks that are other processes.
+  const std::vector<PeerProcess>* peers = nullptr;
   int* dead_rank = nullptr;  // set on PeerDied
   // Whether `rank` still owes something this wait needs. Only such a rank's death fails the
   // wait: a peer that finished its part and exited is no failure.
@@ -48,9 +57,9 @@ WaitOutcome wait_until(const WaitContext& ctx, Ready ready) {
       if (ctx.peers != nullptr && ctx.blocks &&
           now - last_peer_check > std::chrono::milliseconds(20)) {
         last_peer_check = now;
-        for (const auto& [rank, pid] : *ctx.peers)
-          if (ctx.blocks(rank) && process_dead(pid)) {
-            if (ctx.dead_rank) *ctx.dead_rank = rank;
+        for (const PeerProcess& peer : *ctx.peers)
+          if (ctx.blocks(peer.rank) && peer.dead()) {
+            if (ctx.dead_rank) *ctx.dead_rank = peer.rank;
             return WaitOutcome::PeerDied;
           }
       }

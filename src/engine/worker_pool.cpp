@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "common/log.h"
 #include "common/thread_stacks.h"
@@ -63,13 +64,23 @@ WorkerCores workers_for(int cores, int sharing, int slot, const std::vector<int>
   return out;
 }
 
-WorkerPool::WorkerPool(int threads, std::vector<int> cpus) {
-  if (threads < 1) threads = 1;
-  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+Result WorkerPool::create(int threads, std::vector<int> cpus, std::unique_ptr<WorkerPool>* out) {
+  std::unique_ptr<WorkerPool> pool(new WorkerPool());
+  threads = std::max(threads, 1);
   for (int i = 0; i < threads; ++i) {
-    int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(i) % cpus.size()];
-    workers_[i]->thread = std::thread([this, w = workers_[i].get(), cpu] { run(w, cpu); });
+    auto w = std::make_unique<Worker>();
+    const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(i) % cpus.size()];
+    try {
+      w->thread = std::thread([p = pool.get(), w = w.get(), cpu] { p->run(w, cpu); });
+    } catch (const std::system_error& e) {
+      // The destructor stops and joins the workers started so far.
+      return fail(Result::SystemError, "could not start worker thread %d of %d: %s (BRAID_THREADS sets how many)",
+                  i + 1, threads, e.what());
+    }
+    pool->workers_.push_back(std::move(w));
   }
+  *out = std::move(pool);
+  return Result::Success;
 }
 
 WorkerPool::~WorkerPool() {

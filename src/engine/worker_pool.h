@@ -36,8 +36,10 @@ class WorkerPool {
  public:
   using Task = std::function<void()>;
 
-  // `cpus` empty: no pinning. Pinning that the system refuses is skipped with an INFO line.
-  WorkerPool(int threads, std::vector<int> cpus);
+  // `threads` workers (at least one); `cpus` empty: no pinning. Pinning that the system refuses is
+  // skipped with an INFO line. A thread the system cannot start fails with SystemError (the
+  // workers started before it are stopped), never an exception.
+  static Result create(int threads, std::vector<int> cpus, std::unique_ptr<WorkerPool>* out);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -59,6 +61,7 @@ class WorkerPool {
     std::deque<Task> tasks;
     std::thread thread;
   };
+  WorkerPool() = default;
   void run(Worker* w, int cpu);
 
   std::vector<std::unique_ptr<Worker>> workers_;

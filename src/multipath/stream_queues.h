@@ -6,7 +6,7 @@
 // Megatron-LM sets 1). An asynchronous split call queues the caller's join (a wait on braid's
 // completion word) first and its PCIe share's work from the progress thread after. At one queue
 // that hung DDP on 2x H200 at its first split call with a PCIe share, where 8 queues pass
-// (bench/results/gpus2-connections/, docs/MULTIPATH.md "Few hardware queues"). Below CUDA's
+// (bench/results/gpus2-connections/, docs/MULTIPATH.md, "The deadlock rule"). Below CUDA's
 // default braid keeps every share on paths the calling thread queues whole (NCCL, the copy
 // engines meeting on the calling thread), which wait only for work queued before them, as NCCL's
 // kernels do.
@@ -15,8 +15,8 @@
 // makes none): a kernel's first launch loads its module holding CUDA's context lock and waits for
 // the device to go idle, while the device waits for work the progress thread can no longer queue
 // behind that lock. FSDP2 with braid's PCIe share on its AllGathers stopped so on the one-GPU rig
-// (docs/MULTIPATH.md, "Lazy module loading"). The drop-in asks for eager loading as it loads
-// (shim/module_loading.cpp); where the process loads lazily all the same, the PCIe share is off.
+// (docs/MULTIPATH.md, "The deadlock rule"). The drop-in leaves the application's choice alone; where
+// the process loads lazily (CUDA's default), the PCIe share is off (paths_admitted.h).
 #pragma once
 
 #include "common/result.h"

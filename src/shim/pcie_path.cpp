@@ -33,9 +33,9 @@ namespace braid::shim {
 namespace {
 
 // Every rank learns every rank's words, combined by the maximum, through NCCL on a private
-// stream: false where that failed.
+// stream: NCCL's error where that failed.
 template <size_t N>
-bool ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const char* what, std::array<int32_t, N>* words) {
+Result ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const char* what, std::array<int32_t, N>* words) {
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
@@ -45,14 +45,15 @@ bool ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const char
   if (r != Result::Success) BRAID_WARN(Shim, "multipath: %s", last_error());
   cudaGetLastError();
   cudaSetDevice(previous);
-  return r == Result::Success;
+  return r;
 }
 
 // Every rank learns whether every rank made its PCIe path (a rank that splits while another does
 // not would hang NCCL).
 bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
   std::array<int32_t, 1> refused{mine ? 0 : 1};
-  return ranks_maximum(comm, real, device, "the PCIe paths' readiness (ncclAllReduce max)", &refused) && refused[0] == 0;
+  return ranks_maximum(comm, real, device, "the PCIe paths' readiness (ncclAllReduce max)", &refused) == Result::Success &&
+         refused[0] == 0;
 }
 
 // Whether this machine's GPUs are joined by NVLink (braid's topology, discovered once a process).
@@ -88,16 +89,15 @@ multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
 }
 
 // The paths every rank admits, and whether every rank can take this call at all (`mine`): one
-// agreement through NCCL, at the first call worth splitting. False where it failed.
-bool agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed, bool* everyone) {
+// agreement through NCCL, at the first call worth splitting. NCCL's error where it failed.
+Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed, bool* everyone) {
   const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state));
   std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
-  if (!ranks_maximum(comm, real_nccl(), state.cuda_device, "the ranks' agreement on braid's paths (ncclAllReduce max)",
-                     &words))
-    return false;
+  BRAID_TRY(ranks_maximum(comm, real_nccl(), state.cuda_device,
+                          "the ranks' agreement on braid's paths (ncclAllReduce max)", &words));
   *everyone = words[0] == 0;
   *agreed = multipath::decode({words[1], words[2]});
-  return true;
+  return Result::Success;
 }
 
 // An operator braid can remake on its side. NCCL's ncclRedOpCreatePreMulSum accepts any type,
@@ -308,7 +308,15 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     bool everyone = false;
     if (!path.admitted) {
       multipath::PathsAdmitted paths;
-      if (agree_paths(comm, *state, allowed, &paths, &everyone)) path.admitted = paths;
+      if (const Result agreed = agree_paths(comm, *state, allowed, &paths, &everyone); agreed != Result::Success) {
+        // NCCL itself cannot run a collective on this communicator (a full /dev/shm, a dead
+        // peer): the application's call answers with NCCL's error, as NCCL's own would have, and
+        // braid leaves the communicator to NCCL.
+        path.attempted = true;
+        *result = static_cast<ncclResult_t>(agreed);
+        return true;
+      }
+      path.admitted = paths;
     } else {
       everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
     }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "../support/log_capture.h"
+#include "../support/sanitizer_suppressions.h"  // the settings tests reload settings
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -89,6 +90,95 @@ TEST(Settings, ChoicesAcceptOnlyTheirValues) {
       const std::string alternatives = std::string(s.default_text).substr(1);  // drop the quote
       EXPECT_NE(alternatives.find('|'), std::string::npos) << s.env_name << " lists no alternatives";
     }
+}
+
+// Every number has a range: a value outside it, or no number at all, is refused with one warning
+// that names the setting, the range and the default kept (issue 43, row 10: a timeout of nan, inf
+// or 1e308 waited for ever; -1 or 0 failed every set-up).
+TEST(Settings, NumbersOutsideTheirRangeAreRefused) {
+  for (const char* bad : {"nan", "inf", "-inf", "1e308", "-1", "0", "", "30s"}) {
+    setenv("BRAID_TIMEOUT", bad, 1);
+    setenv("BRAID_ABORT_TIMEOUT", bad[0] == '0' ? "-1" : bad, 1);
+    testing::internal::CaptureStderr();
+    settings_reload();
+    const std::string warned = testing::internal::GetCapturedStderr();
+    EXPECT_DOUBLE_EQ(settings().timeout, 30.0) << bad;
+    EXPECT_DOUBLE_EQ(settings().abort_timeout, 2.0) << bad;
+    EXPECT_NE(warned.find(std::string("BRAID_TIMEOUT=") + bad + " is not a number in [0.1, 86400]; keeping the default 30.0"),
+              std::string::npos) << warned;
+    EXPECT_NE(warned.find("BRAID_ABORT_TIMEOUT="), std::string::npos) << warned;
+  }
+  setenv("BRAID_THREADS", "100000", 1);
+  setenv("BRAID_SPLIT_MIN_BYTES", "-5", 1);
+  setenv("BRAID_CHUNKS", "0x10", 1);
+  setenv("BRAID_ROUTE_EXCHANGES", "3", 1);
+  setenv("BRAID_TIMEOUT", "0.5", 1);
+  settings_reload();
+  EXPECT_EQ(settings().threads, 0);
+  EXPECT_EQ(settings().split_min_bytes, 0);
+  EXPECT_EQ(settings().chunks, 16);
+  EXPECT_EQ(settings().route_exchanges, 0);
+  EXPECT_DOUBLE_EQ(settings().timeout, 0.5);
+  for (const char* name : {"BRAID_TIMEOUT", "BRAID_ABORT_TIMEOUT", "BRAID_THREADS", "BRAID_SPLIT_MIN_BYTES", "BRAID_CHUNKS",
+                           "BRAID_ROUTE_EXCHANGES"})
+    unsetenv(name);
+  settings_reload();
+  for (const auto& s : setting_table()) {
+    const std::string type = s.type;
+    EXPECT_EQ(s.ranged, type == "Int" || type == "Double") << s.env_name;
+    if (s.ranged) {
+      EXPECT_LT(s.min, s.max) << s.env_name;
+    }
+  }
+}
+
+// The one parser the tools show (braid-plan --show-settings, braid doctor): what braid makes of a
+// value, and whether it refuses it.
+TEST(Settings, ParseSettingIsTheLibrarysOwnReading) {
+  const auto info = [](const char* name) {
+    for (const auto& s : setting_table())
+      if (std::string(s.env_name) == name) return s;
+    ADD_FAILURE() << name;
+    return SettingInfo{};
+  };
+  const SettingInfo min_bytes = info("BRAID_SPLIT_MIN_BYTES");
+  EXPECT_EQ(parse_setting(min_bytes, "0x10").value, "16");
+  EXPECT_TRUE(parse_setting(min_bytes, "0x10").accepted);
+  EXPECT_EQ(parse_setting(min_bytes, "0x4000000000000000").value, "4611686018427387904");
+  for (const char* bad : {"1e9", "nan", "inf", "1M", "-5", "abc", "99999999999999999999", "", " 5"}) {
+    const SettingParse p = parse_setting(min_bytes, bad);
+    EXPECT_FALSE(p.accepted) << bad;
+    EXPECT_EQ(p.value, "0") << bad;
+    EXPECT_NE(p.reason.find("not an integer in [0, "), std::string::npos) << p.reason;
+  }
+  EXPECT_EQ(parse_setting(info("BRAID_TIMEOUT"), "1e308").value, "30.0");
+  EXPECT_EQ(parse_setting(info("BRAID_TIMEOUT"), "2.5").value, "2.5");
+  EXPECT_EQ(parse_setting(info("BRAID_ASYNC"), "off").value, "false");
+  EXPECT_FALSE(parse_setting(info("BRAID_ASYNC"), "maybe").accepted);
+  EXPECT_EQ(parse_setting(info("BRAID_BALANCER"), "bogus").value, "hylink");
+  EXPECT_EQ(parse_setting(info("BRAID_TOPO_FILE"), "nan").value, "nan");
+}
+
+// A BRAID_* name braid does not read draws one warning with the nearest name it knows; names that
+// braid's tools and Python package read are known.
+TEST(Settings, UnknownNamesGetTheNearestKnownOne) {
+  setenv("BRAID_TIMEOUTT", "5", 1);
+  setenv("BRAID_build_dir", "x", 1);
+  setenv("BRAID_BUILD_DIR", "/tmp", 1);
+  testing::internal::CaptureStderr();
+  settings_reload();
+  const std::string warned = testing::internal::GetCapturedStderr();
+  const auto unknown = unknown_settings();
+  unsetenv("BRAID_TIMEOUTT");
+  unsetenv("BRAID_build_dir");
+  unsetenv("BRAID_BUILD_DIR");
+  settings_reload();
+  ASSERT_EQ(unknown.size(), 2u);
+  EXPECT_EQ(unknown[0].name, "BRAID_TIMEOUTT");
+  EXPECT_EQ(unknown[0].nearest, "BRAID_TIMEOUT");
+  EXPECT_EQ(unknown[1].nearest, "BRAID_BUILD_DIR");
+  EXPECT_NE(warned.find("BRAID_TIMEOUTT is not a braid setting (did you mean BRAID_TIMEOUT?)"), std::string::npos) << warned;
+  EXPECT_EQ(warned.find("BRAID_BUILD_DIR is not"), std::string::npos) << warned;
 }
 
 // docs/SETTINGS.md must list exactly the settings the code reads.

@@ -81,10 +81,7 @@ TEST_P(FaultInjection, EveryRankReturnsAnErrorWithinTheBound) {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.fault; }
 
 std::string case_name(const ::testing::TestParamInfo<FaultInjection::ParamType>& info) {
-  std::string name = std::get<0>(info.param).fault;
-  for (char& ch : name)
-    if (ch == '@' || ch == '#') ch = '_';
-  return name + "_" + test::mode_name(std::get<1>(info.param));
+  return test::fault_case_name(std::get<0>(info.param).fault, std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(Steps, FaultInjection,

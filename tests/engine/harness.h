@@ -25,6 +25,12 @@ enum class Mode { Threads, Processes };
 inline const char* mode_name(Mode m) { return m == Mode::Threads ? "threads" : "processes"; }
 // How gtest prints a Mode parameter in its messages: by name, not as a number.
 inline void PrintTo(Mode m, std::ostream* os) { *os << mode_name(m); }
+// A parameterised test's name from a BRAID_FAULT text and a mode: "segments@0" -> "segments_0_threads".
+inline std::string fault_case_name(std::string fault, Mode m) {
+  for (char& ch : fault)
+    if (ch == '@' || ch == '#') ch = '_';
+  return fault + "_" + mode_name(m);
+}
 
 // A rank's body: runs collectives on `comm`, writes its output into `out` (out_bytes long).
 using Body = std::function<Result(engine::Communicator& comm, int rank, unsigned char* out)>;

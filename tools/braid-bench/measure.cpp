@@ -107,20 +107,20 @@ PathResult Measure::result(const CaseSpec& spec, double seconds, size_t wrong) c
   return r;
 }
 
-PathResult Measure::run_braid(BraidPath& braid, const CaseSpec& spec) {
-  braid.prepare(spec.type);
+PathResult Measure::run_on_rank_threads(const CaseSpec& spec, const IssueOne& issue,
+                                        const std::function<cudaStream_t(int rank)>& stream_of) {
   upload_inputs(spec);
   std::barrier sync(threads_.size());
   double start = 0, end = 0;
   threads_.run_all([&](int rank) {
     const void* send = send_arg(spec, rank);
     void* recv = recv_arg(spec, rank);
-    for (int i = 0; i < warmup_; ++i) braid.issue(rank, spec, send, recv);
-    BENCH_CUDA(cudaStreamSynchronize(braid.stream(rank)));
+    for (int i = 0; i < warmup_; ++i) issue(rank, send, recv);
+    BENCH_CUDA(cudaStreamSynchronize(stream_of(rank)));
     sync.arrive_and_wait();
     if (rank == 0) start = now_seconds();
-    for (int i = 0; i < iters_; ++i) braid.issue(rank, spec, send, recv);
-    BENCH_CUDA(cudaStreamSynchronize(braid.stream(rank)));
+    for (int i = 0; i < iters_; ++i) issue(rank, send, recv);
+    BENCH_CUDA(cudaStreamSynchronize(stream_of(rank)));
     sync.arrive_and_wait();
     if (rank == 0) end = now_seconds();
   });
@@ -128,38 +128,26 @@ PathResult Measure::run_braid(BraidPath& braid, const CaseSpec& spec) {
   if (check_) {
     upload_inputs(spec);
     threads_.run_all([&](int rank) {
-      braid.issue(rank, spec, send_arg(spec, rank), recv_arg(spec, rank));
-      BENCH_CUDA(cudaStreamSynchronize(braid.stream(rank)));
+      issue(rank, send_arg(spec, rank), recv_arg(spec, rank));
+      BENCH_CUDA(cudaStreamSynchronize(stream_of(rank)));
     });
     wrong = count_wrong(spec);
   }
   return result(spec, end - start, wrong);
 }
 
+PathResult Measure::run_braid(BraidPath& braid, const CaseSpec& spec) {
+  braid.prepare(spec.type);
+  return run_on_rank_threads(
+      spec, [&](int rank, const void* send, void* recv) { braid.issue(rank, spec, send, recv); },
+      [&](int rank) { return braid.stream(rank); });
+}
+
 PathResult Measure::run_nccl(NcclPath& nccl, const CaseSpec& spec) {
   nccl.prepare(spec.type);
-  upload_inputs(spec);
-  const int nranks = threads_.size();
-  std::vector<const void*> send(nranks);
-  std::vector<void*> recv(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    send[r] = send_arg(spec, r);
-    recv[r] = recv_arg(spec, r);
-  }
-  for (int i = 0; i < warmup_; ++i) nccl.issue_all(spec, send, recv);
-  nccl.synchronize();
-  const double start = now_seconds();
-  for (int i = 0; i < iters_; ++i) nccl.issue_all(spec, send, recv);
-  nccl.synchronize();
-  const double end = now_seconds();
-  size_t wrong = 0;
-  if (check_) {
-    upload_inputs(spec);
-    nccl.issue_all(spec, send, recv);
-    nccl.synchronize();
-    wrong = count_wrong(spec);
-  }
-  return result(spec, end - start, wrong);
+  return run_on_rank_threads(
+      spec, [&](int rank, const void* send, void* recv) { nccl.issue(rank, spec, send, recv); },
+      [&](int rank) { return nccl.stream(rank); });
 }
 
 }  // namespace braid::bench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -57,6 +58,12 @@ class Measure {
   void upload_inputs(const CaseSpec& spec);
   size_t count_wrong(const CaseSpec& spec);
   PathResult result(const CaseSpec& spec, double seconds, size_t wrong) const;
+  // Both columns are launched alike, as nccl-tests' -t and torchrun launch them: every rank issues
+  // its own calls from its own thread (`issue(rank, send, recv)`, on `stream_of(rank)`), so that a
+  // call braid hands to NCCL reads 1.00 against NCCL alone.
+  using IssueOne = std::function<void(int rank, const void* send, void* recv)>;
+  PathResult run_on_rank_threads(const CaseSpec& spec, const IssueOne& issue,
+                                 const std::function<cudaStream_t(int rank)>& stream_of);
 
   RankThreads& threads_;
   DeviceBuffers& buffers_;

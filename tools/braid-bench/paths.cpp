@@ -179,14 +179,16 @@ void NcclPath::prepare(DataType type) {
   premulsum_[static_cast<int>(type)] = ops;
 }
 
+void NcclPath::issue(int rank, const CaseSpec& spec, const void* send, void* recv) {
+  const ncclRedOp_t op = spec.op == RedOp::PreMulSum ? premulsum_.at(static_cast<int>(spec.type))[rank]
+                                                     : static_cast<ncclRedOp_t>(spec.op);
+  issue_nccl(spec, send, recv, op, comms_[rank], streams_[rank]);
+}
+
 void NcclPath::issue_all(const CaseSpec& spec, const std::vector<const void*>& send,
                          const std::vector<void*>& recv) {
   BENCH_NCCL(ncclGroupStart());
-  for (size_t r = 0; r < comms_.size(); ++r) {
-    const ncclRedOp_t op = spec.op == RedOp::PreMulSum ? premulsum_.at(static_cast<int>(spec.type))[r]
-                                                       : static_cast<ncclRedOp_t>(spec.op);
-    issue_nccl(spec, send[r], recv[r], op, comms_[r], streams_[r]);
-  }
+  for (size_t r = 0; r < comms_.size(); ++r) issue(static_cast<int>(r), spec, send[r], recv[r]);
   BENCH_NCCL(ncclGroupEnd());
 }
 

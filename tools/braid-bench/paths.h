@@ -1,8 +1,9 @@
 // The implementations braid-bench compares on the same buffers: braid (one communicator per GPU,
 // ranks as threads) as its PCIe path alone (the C API) or as the drop-in runs it, every large
 // collective split across NCCL and the PCIe path (--multipath: the orchestrator over its own NCCL
-// communicators); and NCCL alone (ncclCommInitAll, one thread issuing every GPU's call inside
-// ncclGroupStart/End). Each runs on its own stream per GPU.
+// communicators); and NCCL alone (ncclCommInitAll, each rank's call from its own thread, as braid's;
+// one thread issuing every GPU's call inside ncclGroupStart/End for the interference measurement).
+// Each runs on its own stream per GPU.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -72,7 +73,9 @@ class NcclPath {
   NcclPath& operator=(const NcclPath&) = delete;
 
   void prepare(DataType type);
-  // Every rank's call in one group (from the calling thread).
+  // One rank's call, from that rank's thread (the benchmark's NCCL column).
+  void issue(int rank, const CaseSpec& spec, const void* send, void* recv);
+  // Every rank's call in one group (from the calling thread: the interference measurement).
   void issue_all(const CaseSpec& spec, const std::vector<const void*>& send,
                  const std::vector<void*>& recv);
   void synchronize();

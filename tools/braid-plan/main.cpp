@@ -5,11 +5,14 @@
 //              [--root R] [--deterministic] [--in-place] [--cost-only]
 //   braid-plan --list-topologies
 //   braid-plan --show-topology [--topo NAME]   the topology as JSON (default: this machine's)
-//   braid-plan --show-settings                 every BRAID_* setting as JSON, with the value set
-// The last two are what `braid doctor` reads (python/braid/doctor.py).
+//   braid-plan --show-settings                 every BRAID_* setting as JSON: the value set, braid's
+//                                              reading of it, refused or not; unknown BRAID_* names
+//   braid-plan --show-shm                      /dev/shm against braid's need, and braid's files in it
+// The last three are what `braid doctor` reads (python/braid/doctor.py).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstdio>
@@ -18,7 +21,11 @@
 
 #include "common/settings.h"
 #include "common/sizes.h"
+#include "device/backend.h"
 #include "dsl/text.h"
+#include "engine/communicator.h"
+#include "engine/shm.h"
+#include "engine/stale_segments.h"
 #include "dsl/validator.h"
 #include "plan/cost.h"
 #include "plan/generate.h"
@@ -47,8 +54,10 @@ std::string headline(const std::string& description, size_t width) {
 // nccl-tests' algbw: the message size (whole output for the gathering collectives) per second.
 double algbw_gbps(size_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e9 : 0; }
 
-// The settings table with each variable's value where the environment sets it (unparsed: a bad
-// value is shown as typed; the settings layer warns about it where it is read).
+// The settings table with each variable's value where the environment sets it: the text as
+// typed, what braid makes of it (the library's own parse) and whether braid refuses it; then every
+// BRAID_* variable braid's tools read (type Tool) or that braid does not know (type Unknown, with the
+// nearest name it knows).
 std::string settings_json() {
   nlohmann::json rows = nlohmann::json::array();
   for (const SettingInfo& s : setting_table()) {
@@ -57,10 +66,46 @@ std::string settings_json() {
     if (def.size() >= 2 && def.front() == '"' && def.back() == '"') def = def.substr(1, def.size() - 2);
     nlohmann::json row = {{"name", s.env_name}, {"type", s.type}, {"default", def},
                           {"description", s.description}};
-    if (const char* value = std::getenv(s.env_name)) row["value"] = value;
+    if (s.ranged) row["range"] = {s.min, s.max};
+    if (const char* value = std::getenv(s.env_name)) {
+      const SettingParse parsed = parse_setting(s, value);
+      row["value"] = value;
+      row["parsed"] = parsed.value;
+      row["refused"] = !parsed.accepted;
+      if (!parsed.accepted) row["reason"] = parsed.reason;
+    }
     rows.push_back(row);
   }
-  return rows.dump(1);
+  // Names braid's tools and Python package read themselves (BRAID_BUILD_DIR, ...), where set.
+  for (const std::string& name : known_setting_names()) {
+    const bool in_table = std::any_of(setting_table().begin(), setting_table().end(),
+                                      [&](const SettingInfo& s) { return name == s.env_name; });
+    if (const char* value = std::getenv(name.c_str()); value != nullptr && !in_table)
+      rows.push_back({{"name", name}, {"type", "Tool"}, {"value", value}});
+  }
+  for (const UnknownSetting& u : unknown_settings())
+    rows.push_back({{"name", u.name}, {"type", "Unknown"}, {"value", std::getenv(u.name.c_str())}, {"nearest", u.nearest}});
+  return rows.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);  // any bytes a variable holds
+}
+
+// /dev/shm against what the drop-in's set-up will allocate there (per communicator, at its rank 0:
+// BRAID_STAGING_BYTES, else the CUDA backend's staging, per NUMA node), and
+// the braid files in it, stale ones marked: what `braid doctor` reports.
+std::string shm_json(const topo::Topology& machine) {
+  engine::ShmSpace space;
+  const bool known = engine::shm_space(&space);
+  const int gpus = std::max(2, machine.gpu_count());
+  const int numa = std::max<int>(1, static_cast<int>(machine.numa_nodes().size()));
+  const int64_t set = settings().staging_bytes;
+  const auto need = [&](size_t staging) { return engine::shm_bytes_needed(gpus, numa, set > 0 ? size_t(set) : staging); };
+  nlohmann::json files = nlohmann::json::array();
+  for (const engine::ShmFile& f : engine::braid_shm_files())
+    files.push_back({{"name", f.name}, {"bytes", f.bytes}, {"owner", f.owner}, {"engine", f.engine}, {"stale", f.stale},
+                     {"state", f.state}});
+  nlohmann::json out = {{"dir", engine::kShmDir}, {"known", known}, {"size", space.size}, {"free", space.free},
+                        {"ranks", gpus}, {"numa_nodes", numa}, {"staging_bytes_set", set},
+                        {"need", need(device::Backend::kPinnedStagingBytes)}, {"files", files}};
+  return out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -77,7 +122,7 @@ int main(int argc, char** argv) {
   std::string dtype_text = "float";
   int root = 0;
   bool deterministic = false, in_place = false, cost_only = false, list_topologies = false;
-  bool show_topology = false, show_settings = false;
+  bool show_topology = false, show_settings = false, show_shm = false;
   app.add_option("collective", collective_text, "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
   app.add_option("--ranks", ranks, "Number of ranks (default: the topology's GPU count)")->check(CLI::Range(1, 65536));
   app.add_option("--topo", topo_name, "Bundled topology name or JSON file (default: discover this machine)");
@@ -95,7 +140,17 @@ int main(int argc, char** argv) {
   app.add_flag("--show-topology", show_topology,
                "Print the topology (--topo, default this machine's, discovered) as JSON and exit");
   app.add_flag("--show-settings", show_settings, "Print every BRAID_* setting and its value as JSON and exit");
+  app.add_flag("--show-shm", show_shm,
+               "Print /dev/shm's size and free space, what braid's set-up needs there (this machine's GPUs "
+               "and NUMA nodes) and the braid files in it, stale ones marked, as JSON and exit");
   CLI11_PARSE(app, argc, argv);
+
+  if (show_shm) {
+    topo::Topology machine;
+    if (topo::discover_topology(&machine) != Result::Success) machine = topo::Topology{};
+    std::printf("%s\n", shm_json(machine).c_str());
+    return 0;
+  }
 
   if (show_settings) {
     std::printf("%s\n", settings_json().c_str());
