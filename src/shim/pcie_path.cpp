@@ -262,7 +262,7 @@ void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
 // more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
 // of them takes makes it (every rank at the same call, as every rank makes the same calls).
 bool may_make_part(const PciePath& path, Collective collective, size_t bytes) {
-  if (path.admitted) return multipath::takes(*path.admitted, path_thresholds(), collective, bytes);
+  if (path.admitted) return multipath::takes(*path.admitted, path.thresholds, collective, bytes);
   const size_t agree_from = settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
   return bytes >= agree_from;
 }
@@ -317,6 +317,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
         return true;
       }
       path.admitted = paths;
+      path.thresholds = path_thresholds();
     } else {
       everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
     }
@@ -335,7 +336,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
       return false;
     }
     // braid makes its part at the first call one of its paths takes, every rank at the same call.
-    if (!multipath::takes(*path.admitted, path_thresholds(), call.collective, bytes)) return false;
+    if (!multipath::takes(*path.admitted, path.thresholds, call.collective, bytes)) return false;
     path.attempted = true;
     make_orchestrator(comm, *state, path, *path.admitted);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;

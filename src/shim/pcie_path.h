@@ -29,8 +29,10 @@ struct PciePath {
   bool attempted = false;  // braid's part was made, or will never be: `orchestrator` says which
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   // The paths every rank admits (multipath/paths_admitted.h), agreed at the first call of 1 MiB or
-  // more: braid makes its part at the first call one of them takes.
+  // more, and the sizes from which each takes a call (read then, once): braid makes its part at the
+  // first call one of them takes.
   std::optional<multipath::PathsAdmitted> admitted;
+  multipath::PathThresholds thresholds;
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
   // checks need them all; the orchestrator gets those braid can remake (remakeable()).
