@@ -66,18 +66,17 @@ bool machine_has_nvlink() {
 }
 
 // The sizes from which each of braid's paths takes a call (the orchestrator's own rules).
-multipath::PathThresholds path_thresholds() {
+multipath::PathThresholds path_thresholds(bool nvlink) {
   const int64_t split_min = settings().split_min_bytes;
   const size_t pcie = split_min > 0 ? static_cast<size_t>(split_min)
-                                    : machine_has_nvlink() ? size_t{128} << 20 : size_t{1} << 20;
+                                    : nvlink ? size_t{128} << 20 : size_t{1} << 20;
   return {.pcie_share = pcie,
           .copy_engines_gather = byte_threshold(settings().nvlink_copy_min_bytes),
           .copy_engines_reduce = byte_threshold(settings().nvlink_allreduce_min_bytes)};
 }
 
 // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
-multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
-  const bool nvlink = machine_has_nvlink();
+multipath::PathsAdmitted paths_this_rank_admits(const CommState& state, bool nvlink) {
   const bool async = settings().async;
   return multipath::admit_paths(multipath::PathFacts{
       .nranks = state.nranks,
@@ -89,9 +88,13 @@ multipath::PathsAdmitted paths_this_rank_admits(const CommState& state) {
 }
 
 // The paths every rank admits, and whether every rank can take this call at all (`mine`): one
-// agreement through NCCL, at the first call worth splitting. NCCL's error where it failed.
-Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed, bool* everyone) {
-  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state));
+// agreement through NCCL, at the first call worth splitting, with the sizes each path takes calls
+// from. NCCL's error where it failed.
+Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed,
+                   multipath::PathThresholds* thresholds, bool* everyone) {
+  const bool nvlink = machine_has_nvlink();  // the machine's topology, read once here
+  *thresholds = path_thresholds(nvlink);
+  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state, nvlink));
   std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
   BRAID_TRY(ranks_maximum(comm, real_nccl(), state.cuda_device,
                           "the ranks' agreement on braid's paths (ncclAllReduce max)", &words));
@@ -308,7 +311,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     bool everyone = false;
     if (!path.admitted) {
       multipath::PathsAdmitted paths;
-      if (const Result agreed = agree_paths(comm, *state, allowed, &paths, &everyone); agreed != Result::Success) {
+      if (const Result agreed = agree_paths(comm, *state, allowed, &paths, &path.thresholds, &everyone); agreed != Result::Success) {
         // NCCL itself cannot run a collective on this communicator (a full /dev/shm, a dead
         // peer): the application's call answers with NCCL's error, as NCCL's own would have, and
         // braid leaves the communicator to NCCL.
@@ -317,7 +320,6 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
         return true;
       }
       path.admitted = paths;
-      path.thresholds = path_thresholds();
     } else {
       everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
     }
