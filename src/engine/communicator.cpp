@@ -321,6 +321,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   ec.consumed = &own.device_consumed;
   ec.finish = &own.device_finish;
   ec.counter_capacity = kCounterCapacity;
+  ec.abort_word = &control_header(c->control_.data())->abort;
   for (auto& seg : c->staging_) ec.staging.push_back(static_cast<unsigned char*>(seg.data()));
   ec.staging_bytes = c->staging_bytes_;
   ec.slice_bytes = c->slice_bytes_;
@@ -573,9 +574,9 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
   return Result::Success;
 }
 
-Result Communicator::collective(Collective c, const void* send, void* recv, size_t count,
-                                DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
-                                const dsl::Program* program, Range range) {
+Result Communicator::prepare(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                             int root, const reduce::OpScalar* scalar, const dsl::Program* program, Range range,
+                             QueuedCollective* q) {
   BRAID_TRY(check_usable());
   if (executor_ == nullptr)
     return fail(Result::InvalidUsage, "%s: this communicator was made without braid's host path",
@@ -593,93 +594,101 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   if (range.begin > count || range.count > count - range.begin)
     return fail(Result::InvalidArgument, "%s: elements %zu+%zu lie outside blocks of %zu",
                 std::string(collective_name(c)).c_str(), range.begin, range.count, count);
-  if (count == 0 || range.count == 0) return Result::Success;
   if (!collective_reduces(c)) op = RedOp::Sum;
+  *q = QueuedCollective{};
+  q->collective = c;
+  q->send = send;
+  q->recv = recv;
+  q->count = count;
+  q->type = type;
+  q->op = op;
+  q->root = c == Collective::Broadcast || c == Collective::Reduce ? root : 0;
+  q->range = range;
+  if (count == 0 || range.count == 0) return Result::Success;
   const size_t esize = datatype_size(type);
   const auto* send_bytes = static_cast<const unsigned char*>(send);
   auto* recv_bytes = static_cast<unsigned char*>(recv);
-  bool in_place = false;
   switch (c) {
     case Collective::AllGather:
-      in_place = recv != nullptr && send_bytes == recv_bytes + rank_ * count * esize;
+      q->in_place = recv != nullptr && send_bytes == recv_bytes + rank_ * count * esize;
       break;
     case Collective::ReduceScatter:
-      in_place = send != nullptr && recv_bytes == send_bytes + rank_ * count * esize;
+      q->in_place = send != nullptr && recv_bytes == send_bytes + rank_ * count * esize;
       break;
     default:
-      in_place = send == recv;
+      q->in_place = send == recv;
       break;
   }
-
   // Avg: PreMulSum(1/n) on floats (as NCCL), Sum then divide on integers.
-  reduce::OpScalar avg_scalar;
-  uint64_t divide_by = 0;
-  RedOp run_op = op;
-  const reduce::OpScalar* run_scalar = op == RedOp::PreMulSum ? scalar : nullptr;
+  q->run_op = op;
+  if (op == RedOp::PreMulSum) q->own_scalar = *scalar, q->scaled = true;
   if (op == RedOp::Avg) {
     if (datatype_is_float(type)) {
-      avg_scalar = reduce::OpScalar::of(type, 1.0 / nranks_);
-      run_op = RedOp::PreMulSum;
-      run_scalar = &avg_scalar;
+      q->own_scalar = reduce::OpScalar::of(type, 1.0 / nranks_);
+      q->run_op = RedOp::PreMulSum;
+      q->scaled = true;
     } else {
-      run_op = RedOp::Sum;
-      divide_by = static_cast<uint64_t>(nranks_);
+      q->run_op = RedOp::Sum;
+      q->divide_by = static_cast<uint64_t>(nranks_);
     }
   }
+  q->scalars.assign(q->scaled ? static_cast<size_t>(nranks_) : size_t{0}, q->own_scalar);
+  q->moves = true;
+  return Result::Success;
+}
 
+Result Communicator::meet(QueuedCollective& q, const WaitContext& ctx, std::vector<bool>* in_place_flags) {
   // Publish the call, meet the others, and check that every rank called the same thing.
-  ControlHeader* header = control_header(control_.data());
-  int dead_rank = -1;
-  WaitContext ctx = wait_context(&dead_rank);
-  backend_->set_timeout(ctx.timeout_s);
   RankRecord* records = rank_records(control_.data());
   const uint64_t seq = ++calls_;
   CallRecord& mine = records[rank_].calls[seq % 2];
-  mine.collective.store(static_cast<uint64_t>(c));
-  mine.count.store(count);
-  mine.dtype.store(static_cast<uint64_t>(type));
-  mine.op.store(static_cast<uint64_t>(op));
-  mine.root.store(static_cast<uint64_t>(c == Collective::Broadcast || c == Collective::Reduce ? root : 0));
-  mine.in_place.store(in_place ? 1 : 0);
-  mine.range_begin.store(range.begin);
-  mine.range_count.store(range.count);
+  mine.collective.store(static_cast<uint64_t>(q.collective));
+  mine.count.store(q.count);
+  mine.dtype.store(static_cast<uint64_t>(q.type));
+  mine.op.store(static_cast<uint64_t>(q.op));
+  mine.root.store(static_cast<uint64_t>(q.root));
+  mine.in_place.store(q.in_place ? 1 : 0);
+  mine.range_begin.store(q.range.begin);
+  mine.range_count.store(q.range.count);
   uint64_t scalar_bits = 0;
-  if (run_scalar != nullptr) std::memcpy(&scalar_bits, run_scalar->bytes, sizeof scalar_bits);
+  if (q.scaled) std::memcpy(&scalar_bits, q.own_scalar.bytes, sizeof scalar_bits);
   mine.scalar.store(scalar_bits);
   mine.seq.store(seq, std::memory_order_release);
-  BRAID_TRACE(Engine, "%s call %llu: at the barrier", std::string(collective_name(c)).c_str(),
+  BRAID_TRACE(Engine, "%s call %llu: at the barrier", std::string(collective_name(q.collective)).c_str(),
               static_cast<unsigned long long>(seq));
-  BRAID_TRY(barrier(c, ctx));
-  std::vector<bool> in_place_flags(nranks_);
-  std::vector<reduce::OpScalar> scalars;
-  if (run_scalar != nullptr) scalars.assign(static_cast<size_t>(nranks_), *run_scalar);
-  for (int q = 0; q < nranks_; ++q) {
-    const CallRecord& theirs = records[q].calls[seq % 2];
+  BRAID_TRY(barrier(q.collective, ctx));
+  in_place_flags->assign(static_cast<size_t>(nranks_), false);
+  for (int q_rank = 0; q_rank < nranks_; ++q_rank) {
+    const CallRecord& theirs = records[q_rank].calls[seq % 2];
     if (!same_call(theirs, records[0].calls[seq % 2])) {
       return fail(Result::InvalidUsage,
                   "mismatched collectives: rank 0 called %s but rank %d called %s",
-                  call_text(records[0].calls[seq % 2]).c_str(), q, call_text(theirs).c_str());
+                  call_text(records[0].calls[seq % 2]).c_str(), q_rank, call_text(theirs).c_str());
     }
-    in_place_flags[q] = theirs.in_place.load() != 0;
-    if (run_scalar != nullptr) {
+    (*in_place_flags)[q_rank] = theirs.in_place.load() != 0;
+    if (q.scaled) {
       const uint64_t bits = theirs.scalar.load();
-      scalars[q] = reduce::OpScalar::from_bytes(type, &bits);
+      q.scalars[q_rank] = reduce::OpScalar::from_bytes(q.type, &bits);
     }
   }
+  return Result::Success;
+}
 
-  const size_t out_blocks = static_cast<size_t>(dsl::output_blocks(c, nranks_));
+Result Communicator::plan_and_issue(QueuedCollective& q, const std::vector<bool>& in_place_flags,
+                                    const dsl::Program* program) {
+  const size_t esize = datatype_size(q.type);
+  const Collective c = q.collective;
   // The program is planned for what this call moves: the range of every block.
   const size_t message_bytes =
-      range.count * esize * (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll
-                           ? static_cast<size_t>(nranks_)
-                           : size_t{1});
-  (void)out_blocks;
-  const Schedule* schedule = nullptr;
-  BRAID_TRY(schedule_for(c, root, in_place_flags, message_bytes, type, program, &schedule));
+      q.range.count * esize *
+      (c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll
+           ? static_cast<size_t>(nranks_)
+           : size_t{1});
+  BRAID_TRY(schedule_for(c, q.root, in_place_flags, message_bytes, q.type, program, &q.schedule));
 
   // Pieces: the program over a sub-range of every block, sized so its host slots fit.
   int max_slots = 1;
-  for (int s : schedule->host_slots) max_slots = std::max(max_slots, s);
+  for (int s : q.schedule->host_slots) max_slots = std::max(max_slots, s);
   const size_t slot_capacity = staging_bytes_ / static_cast<size_t>(max_slots) / 64 * 64;
   const uint64_t slot_elements = slot_capacity / esize;
   if (slot_elements == 0)
@@ -688,26 +697,43 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
                 "cannot hold one element each",
                 std::string(collective_name(c)).c_str(), max_slots, staging_bytes_);
   const uint64_t piece_elements =
-      std::min<uint64_t>(range.count, slot_elements * static_cast<uint64_t>(schedule->chunks));
+      std::min<uint64_t>(q.range.count, slot_elements * static_cast<uint64_t>(q.schedule->chunks));
+  backend_->set_timeout(settings().timeout);
   BRAID_TRY(backend_->begin_collective());
-  const uint64_t range_end = range.begin + range.count;
-  for (uint64_t begin = range.begin; begin < range_end; begin += piece_elements) {
-    if (begin > range.begin) {
+  std::atomic<uint64_t>* go = &rank_records(control_.data())[rank_].device_go;
+  const uint64_t range_end = q.range.begin + q.range.count;
+  for (uint64_t begin = q.range.begin; begin < range_end; begin += piece_elements) {
+    QueuedCollective::Run run;
+    RunArgs& args = run.args;
+    args.in = q.send;
+    args.out = q.recv;
+    args.type = q.type;
+    args.op = q.run_op;
+    args.scalars = q.scalars.empty() ? nullptr : q.scalars.data();
+    args.divide_by = q.divide_by;
+    args.piece = {q.count, begin, std::min<uint64_t>(piece_elements, range_end - begin)};
+    args.seq = ++runs_;
+    BRAID_TRY(executor_->issue(*q.schedule, args, go, &run.issued));
+    q.runs.push_back(run);
+  }
+  return Result::Success;
+}
+
+Result Communicator::run_host_part(QueuedCollective& q, WaitContext& ctx) {
+  const Collective c = q.collective;
+  ControlHeader* header = control_header(control_.data());
+  std::atomic<uint64_t>* go = &rank_records(control_.data())[rank_].device_go;
+  for (size_t i = 0; i < q.runs.size(); ++i) {
+    if (i > 0) {
       ctx.start = std::chrono::steady_clock::now();
       BRAID_TRY(barrier(c, ctx));  // no rank still reads the previous piece's slots
     }
-    RunArgs args;
-    args.in = send;
-    args.out = recv;
-    args.type = type;
-    args.op = run_op;
-    args.scalars = scalars.empty() ? nullptr : scalars.data();
-    args.divide_by = divide_by;
-    args.piece = {count, begin, std::min<uint64_t>(piece_elements, range_end - begin)};
-    args.seq = ++runs_;
+    RunArgs args = q.runs[i].args;
+    args.scalars = q.scalars.empty() ? nullptr : q.scalars.data();  // as the ranks met (PreMulSum)
+    go->store(args.seq, std::memory_order_release);
     ctx.start = std::chrono::steady_clock::now();
     RunFailure failure;
-    Result r = executor_->run(*schedule, args, ctx, &failure);
+    Result r = executor_->finish(*q.schedule, args, q.runs[i].issued, ctx, &failure);
     if (r != Result::Success) {
       // This rank's own failure (not a wait that another rank's failure ended) keeps its own
       // code and text; the executor has raised the abort word naming this rank for the others.
@@ -721,8 +747,65 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
     }
   }
   BRAID_TRACE(Engine, "%s call %llu: every piece ran", std::string(collective_name(c)).c_str(),
-              static_cast<unsigned long long>(seq));
+              static_cast<unsigned long long>(calls_));
+  return Result::Success;
+}
+
+Result Communicator::collective(Collective c, const void* send, void* recv, size_t count,
+                                DataType type, RedOp op, int root, const reduce::OpScalar* scalar,
+                                const dsl::Program* program, Range range) {
+  QueuedCollective q;
+  BRAID_TRY(prepare(c, send, recv, count, type, op, root, scalar, program, range, &q));
+  if (!q.moves) return Result::Success;
+  // Here one thread does both halves: the meeting first, so that the schedule knows every rank's
+  // in-place flags and PreMulSum scalars.
+  int dead_rank = -1;
+  WaitContext ctx = wait_context(&dead_rank);
+  std::vector<bool> in_place_flags;
+  BRAID_TRY(meet(q, ctx, &in_place_flags));
+  BRAID_TRY(plan_and_issue(q, in_place_flags, program));
+  BRAID_TRY(run_host_part(q, ctx));
   return backend_->end_collective();
+}
+
+Result Communicator::queue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                           int root, Range range, QueuedCollective* out) {
+  QueuedCollective& q = *out;
+  if (op == RedOp::PreMulSum)
+    return fail(Result::InvalidUsage,
+                "%s: PreMulSum cannot be queued ahead of the ranks' meeting (its device-side scaling needs "
+                "every rank's scalar)", std::string(collective_name(c)).c_str());
+  BRAID_TRY(prepare(c, send, recv, count, type, op, root, nullptr, nullptr, range, &q));
+  if (!q.moves) return Result::Success;
+  // Before the meeting no rank knows the others' in-place flags: the schedule orders every rank's
+  // buffers as if they aliased, which is valid for either (it only adds dependencies).
+  const Result r = plan_and_issue(q, std::vector<bool>(static_cast<size_t>(nranks_), true), nullptr);
+  if (r != Result::Success) {
+    // The peers' queued operations wait for this rank's: every rank stops.
+    uint64_t none = 0;
+    control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
+    backend_->abort();
+    record_failed(r, last_error());
+  }
+  return r;
+}
+
+Result Communicator::complete(QueuedCollective& q) {
+  if (!q.moves) return Result::Success;
+  int dead_rank = -1;
+  WaitContext ctx = wait_context(&dead_rank);
+  std::vector<bool> in_place_flags;
+  Result r = meet(q, ctx, &in_place_flags);
+  if (r == Result::Success) r = run_host_part(q, ctx);
+  if (r != Result::Success) {
+    // The device operations queued for this call wait on signals that will not come: released.
+    const std::string text = last_error();
+    uint64_t none = 0;
+    control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
+    backend_->abort();
+    record_failed(r, text);
+  }
+  return r;
 }
 
 Result Communicator::all_reduce(const void* send, void* recv, size_t count, DataType type,

@@ -54,6 +54,31 @@ struct CommunicatorOptions {
   bool host_path = true;
 };
 
+// A collective split in two halves (Communicator::queue, Communicator::complete). Filled by queue.
+struct QueuedCollective {
+  Collective collective = Collective::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType type = DataType::Float32;
+  RedOp op = RedOp::Sum;  // as called
+  int root = 0;
+  BlockRange range;
+  bool moves = false;  // anything to do (a count or range of 0 moves nothing)
+  bool in_place = false;
+  RedOp run_op = RedOp::Sum;  // Avg resolved
+  bool scaled = false;        // run_op is PreMulSum: own_scalar, and every rank's in scalars
+  reduce::OpScalar own_scalar;
+  std::vector<reduce::OpScalar> scalars;
+  uint64_t divide_by = 0;
+  const Schedule* schedule = nullptr;
+  struct Run {
+    RunArgs args;
+    IssuedRun issued;
+  };
+  std::vector<Run> runs;  // one per piece
+};
+
 class Communicator {
  public:
   // Collective over all `nranks` ranks: each calls create with the same id. `backend` stays
@@ -92,6 +117,20 @@ class Communicator {
 
   using Range = BlockRange;
   static constexpr size_t kWholeBlock = BlockRange::kWhole;
+
+  // A collective in two halves, for callers that must not queue device work from a host thread
+  // (the drop-in's split calls, as NCCL's calling thread queues a call's kernels and its proxy
+  // thread touches no stream). queue() runs on the thread that owns the device's queues: it
+  // queues this rank's device operations of `range` of every block, each queue first waiting for
+  // the ranks' meeting, and returns without waiting for anything. complete() runs on a host thread,
+  // in queue order: it meets the other ranks, runs the host work, waits for this rank's part and
+  // never queues device work; on failure it releases the queued operations and the communicator
+  // is unusable. join_queued() orders the backend's user stream after what was queued. PreMulSum
+  // cannot be queued (device-side scaling needs every rank's scalar): InvalidUsage.
+  Result queue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+               Range range, QueuedCollective* out);
+  Result join_queued() { return backend_->end_collective(); }
+  Result complete(QueuedCollective& queued);
   // The collective (arguments as above) over `range` of every block; the rest of the receive
   // buffer is left as it was. Every rank passes the same range.
   Result collective_range(Collective c, const void* send, void* recv, size_t count, DataType type,
@@ -141,6 +180,14 @@ class Communicator {
   Result collective(Collective c, const void* send, void* recv, size_t count, DataType type,
                     RedOp op, int root, const reduce::OpScalar* scalar,
                     const dsl::Program* program, Range range = BlockRange{});
+  // The steps of a collective: check and resolve the call; publish it and meet the ranks (every
+  // rank's in-place flags and scalars); plan its schedule and queue its device work; run its host
+  // work.
+  Result prepare(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+                 const reduce::OpScalar* scalar, const dsl::Program* program, Range range, QueuedCollective* q);
+  Result meet(QueuedCollective& q, const WaitContext& ctx, std::vector<bool>* in_place_flags);
+  Result plan_and_issue(QueuedCollective& q, const std::vector<bool>& in_place_flags, const dsl::Program* program);
+  Result run_host_part(QueuedCollective& q, WaitContext& ctx);
   Result check_arguments(Collective c, const void* send, void* recv, size_t count, int type,
                          int op, int root, const reduce::OpScalar* scalar);
   // A wait bounded by BRAID_TIMEOUT, the abort word and the peers' lives, starting now;

@@ -63,6 +63,9 @@ struct alignas(64) RankRecord {
   alignas(64) std::atomic<uint64_t> device_staged;
   alignas(64) std::atomic<uint64_t> device_consumed;
   alignas(64) std::atomic<uint64_t> device_finish;
+  // The last run whose ranks met: a run's device operations, queued ahead by the calling thread,
+  // wait for it before they touch staging (raised by the thread that completes the run).
+  alignas(64) std::atomic<uint64_t> device_go;
   // Signals of the paths layered above the engine (each path names its own indices; the engine
   // gives them no meaning). Raised by this rank's GPU, waited on by the peers' GPUs.
   PathSignal path_signals[kPathSignals];

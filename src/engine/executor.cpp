@@ -113,63 +113,61 @@ size_t Executor::slot_bytes(uint64_t count, int chunks, size_t element_size) {
   return (raw + 63) / 64 * 64;
 }
 
-Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitContext& ctx,
-                     RunFailure* failure) {
-  RunState st;
-  st.schedule = &schedule;
-  st.args = args;
-  st.config = &config_;
-  st.ctx = ctx;
-  st.ctx.peers = nullptr;
-  st.ctx.dead_rank = nullptr;
-  st.abort_word = const_cast<std::atomic<uint64_t>*>(ctx.abort_word);
-  st.element_size = datatype_size(args.type);
-  st.slot_bytes = slot_bytes(args.piece.count, schedule.chunks, st.element_size);
-  st.slice_elements = std::max<uint64_t>(1, config_.slice_bytes / st.element_size);
-  st.base = args.seq << 32;
-  st.part_elements.resize(schedule.chunks);
+namespace {
+
+// The run's state shared by issue() and finish(): sizes per part and instruction, checked against
+// the communicator's counters and staging.
+Result prepare_state(const Schedule& schedule, const RunArgs& args, const ExecutorConfig& config, RunState* st) {
+  st->schedule = &schedule;
+  st->args = args;
+  st->config = &config;
+  st->element_size = datatype_size(args.type);
+  st->slot_bytes = Executor::slot_bytes(args.piece.count, schedule.chunks, st->element_size);
+  st->slice_elements = std::max<uint64_t>(1, config.slice_bytes / st->element_size);
+  st->base = args.seq << 32;
+  st->part_elements.resize(schedule.chunks);
   for (int p = 0; p < schedule.chunks; ++p)
-    st.part_elements[p] = dsl::chunk_elements(args.piece.count, schedule.chunks, p).size();
+    st->part_elements[p] = dsl::chunk_elements(args.piece.count, schedule.chunks, p).size();
   const int32_t total = static_cast<int32_t>(schedule.order.size());
-  if (static_cast<size_t>(total) > config_.counter_capacity)
+  if (static_cast<size_t>(total) > config.counter_capacity)
     return fail(Result::InvalidUsage,
                 "program has %d instructions but the communicator has %zu progress counters",
-                total, config_.counter_capacity);
+                total, config.counter_capacity);
   for (size_t n = 0; n < schedule.host_slots.size(); ++n) {
     if (schedule.host_slots[n] == 0) continue;
-    if (n >= config_.staging.size() ||
-        static_cast<size_t>(schedule.host_slots[n]) * st.slot_bytes > config_.staging_bytes)
+    if (n >= config.staging.size() ||
+        static_cast<size_t>(schedule.host_slots[n]) * st->slot_bytes > config.staging_bytes)
       return fail(Result::InternalError,
                   "piece of %llu elements needs %d host slots of %zu bytes on NUMA %zu, more "
                   "than the staging there",
                   static_cast<unsigned long long>(args.piece.count), schedule.host_slots[n],
-                  st.slot_bytes, n);
+                  st->slot_bytes, n);
   }
-  st.slices.resize(total);
+  st->slices.resize(total);
   for (int32_t pos = 0; pos < total; ++pos) {
-    const uint64_t e = st.size_of(pos);
-    st.slices[pos] = static_cast<uint32_t>(std::max<uint64_t>(1, (e + st.slice_elements - 1) / st.slice_elements));
+    const uint64_t e = st->size_of(pos);
+    st->slices[pos] = static_cast<uint32_t>(std::max<uint64_t>(1, (e + st->slice_elements - 1) / st->slice_elements));
   }
+  return Result::Success;
+}
 
-  device::Backend& dev = *config_.backend;
-  const int rank = config_.rank;
-  const size_t scratch_slice_bytes = st.slice_elements * st.element_size;
-  auto signal = [&](int32_t pos, uint32_t s) {
-    return device::Signal{&config_.counters[pos], st.base + s + 1};
-  };
-  auto enqueue_waits = [&](int queue, int32_t pos, uint32_t s) -> Result {
-    for (const auto& d : schedule.order[pos].deps)
-      BRAID_TRY(dev.wait(queue, device::Signal{&config_.counters[d.writer], st.needed(pos, d, s)}));
-    return Result::Success;
-  };
+struct Task {
+  uint32_t key;
+  int32_t pos;
+  uint32_t slice;
+};
 
-  // Issue order: slice-major. Task (pos, s) gets the key max(s, level[pos]), where level[pos] is
-  // the latest slice "time" any of its dependencies forces it to wait for (a full-completion
-  // dependency on W waits for W's last slice). Every wait then targets a task with a smaller
-  // (key, pos) on some rank, and every FIFO is filled in (key, pos) order, so the earliest
-  // unfinished task can always run: no deadlock. Slice-major lets a rank's first downloads go
-  // out before all its uploads are queued (measured on H200: instruction-major issue kept
-  // all_reduce downloads idle while uploads were being enqueued).
+// Issue order: slice-major. Task (pos, s) gets the key max(s, level[pos]), where level[pos] is
+// the latest slice "time" any of its dependencies forces it to wait for (a full-completion
+// dependency on W waits for W's last slice). Every wait then targets a task with a smaller
+// (key, pos) on some rank, and every FIFO (each device queue, each worker) is filled in (key, pos)
+// order, so the earliest unfinished task can always run: no deadlock, whichever thread fills which
+// FIFO. Slice-major lets a rank's first downloads go out before all its uploads are queued
+// (measured on H200: instruction-major issue kept all_reduce downloads idle while uploads were
+// being enqueued).
+std::vector<Task> tasks_in_order(const RunState& st, int rank) {
+  const Schedule& schedule = *st.schedule;
+  const int32_t total = static_cast<int32_t>(schedule.order.size());
   std::vector<uint32_t> level(static_cast<size_t>(total), 0);
   for (int32_t pos = 0; pos < total; ++pos) {
     uint32_t f = 0;
@@ -178,79 +176,145 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     }
     level[pos] = f;
   }
-  struct Task {
-    uint32_t key;
-    int32_t pos;
-    uint32_t slice;
-  };
   std::vector<Task> tasks;
   for (int32_t pos : schedule.rank_order[rank])
     for (uint32_t s = 0; s < st.slices[pos]; ++s) tasks.push_back({std::max(s, level[pos]), pos, s});
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
     return a.key != b.key ? a.key < b.key : a.pos != b.pos ? a.pos < b.pos : a.slice < b.slice;
   });
+  return tasks;
+}
 
-  Result issue_result = Result::Success;
-  for (const Task& task : tasks) {
+bool runs_on_host(const dsl::Instruction& in) {
+  return in.op == Opcode::H2H || (in.op == Opcode::Reduce && in.dst.is_host());
+}
+
+}  // namespace
+
+Result Executor::issue(const Schedule& schedule, const RunArgs& args, std::atomic<uint64_t>* go, IssuedRun* issued) {
+  *issued = IssuedRun{};
+  RunState st;
+  BRAID_TRY(prepare_state(schedule, args, config_, &st));
+  device::Backend& dev = *config_.backend;
+  const int rank = config_.rank;
+  const size_t scratch_slice_bytes = st.slice_elements * st.element_size;
+  auto signal = [&](int32_t pos, uint32_t s) {
+    return device::Signal{&config_.counters[pos], st.base + s + 1};
+  };
+  // Each queue waits for the ranks' meeting once, before its first operation of the run.
+  bool gated[device::kNumQueues] = {};
+  auto gate = [&](int queue) -> Result {
+    if (go == nullptr || gated[queue]) return Result::Success;
+    gated[queue] = true;
+    return dev.wait(queue, device::Signal{go, args.seq});
+  };
+  auto enqueue_waits = [&](int queue, int32_t pos, uint32_t s) -> Result {
+    BRAID_TRY(gate(queue));
+    for (const auto& d : schedule.order[pos].deps)
+      BRAID_TRY(dev.wait(queue, device::Signal{&config_.counters[d.writer], st.needed(pos, d, s)}));
+    return Result::Success;
+  };
+
+  Result result = Result::Success;
+  for (const Task& task : tasks_in_order(st, rank)) {
     const int32_t pos = task.pos;
     const uint32_t s = task.slice;
     const auto& si = schedule.order[pos];
     const auto& in = si.instruction;
-    const uint64_t elements = st.size_of(pos);
-    {
-      const auto [begin, end] = st.slice_range(elements, s);
-      const size_t bytes = (end - begin) * st.element_size;
-      auto issue = [&]() -> Result {
-        switch (in.op) {
-          case Opcode::D2H:
-            if (fault_injected(FaultStep::D2H, rank)) return injected_failure(FaultStep::D2H, rank);
-            BRAID_TRY(enqueue_waits(device::kQueueD2H, pos, s));
-            return dev.d2h(device::kQueueD2H, st.address(in.dst, begin), st.address(in.src, begin),
-                           bytes, signal(pos, s));
-          case Opcode::H2D:
-            if (fault_injected(FaultStep::H2D, rank)) return injected_failure(FaultStep::H2D, rank);
-            BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
-            return dev.h2d(device::kQueueH2D, st.address(in.dst, begin), st.address(in.src, begin),
-                           bytes, signal(pos, s));
-          case Opcode::Copy:
-            if (fault_injected(FaultStep::Copy, rank)) return injected_failure(FaultStep::Copy, rank);
-            BRAID_TRY(enqueue_waits(device::kQueueCompute, pos, s));
-            return dev.copy(device::kQueueCompute, st.address(in.dst, begin),
-                            st.address(in.src, begin), bytes, signal(pos, s));
-          case Opcode::H2H:
-            config_.pool->submit(static_cast<int>(next_worker_++ % config_.pool->size()),
-                                 [stp = &st, pos, s] { run_host_slice(stp, pos, s); });
-            return Result::Success;
-          case Opcode::Reduce:
-            if (in.dst.is_host()) {
-              config_.pool->submit(static_cast<int>(next_worker_++ % config_.pool->size()),
-                                   [stp = &st, pos, s] { run_host_slice(stp, pos, s); });
-              return Result::Success;
-            }
-            if (fault_injected(FaultStep::Reduce, rank)) return injected_failure(FaultStep::Reduce, rank);
-            {
-              // Device reduction: stage the host source into a scratch ring slot, then reduce.
-              const uint64_t g = staging_index_++;
-              const uint64_t k = static_cast<uint64_t>(config_.scratch_slices);
-              unsigned char* slot = static_cast<unsigned char*>(config_.scratch) +
-                                    (g % k) * scratch_slice_bytes;
-              if (g >= k) BRAID_TRY(dev.wait(device::kQueueH2D, {config_.consumed, g + 1 - k}));
-              BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
-              BRAID_TRY(dev.h2d(device::kQueueH2D, slot, st.address(in.src, begin), bytes,
-                                {config_.staged, g + 1}));
-              BRAID_TRY(dev.wait(device::kQueueCompute, {config_.staged, g + 1}));
-              BRAID_TRY(dev.reduce(device::kQueueCompute, args.type, args.op,
-                                   st.address(in.dst, begin), slot, end - begin,
-                                   args.scale_of(si.dst_raw_rank), args.scale_of(si.src_raw_rank),
-                                   signal(pos, s)));
-              return dev.raise(device::kQueueCompute, {config_.consumed, g + 1});
-            }
+    if (runs_on_host(in)) continue;
+    const auto [begin, end] = st.slice_range(st.size_of(pos), s);
+    const size_t bytes = (end - begin) * st.element_size;
+    auto queue_one = [&]() -> Result {
+      switch (in.op) {
+        case Opcode::D2H:
+          if (fault_injected(FaultStep::D2H, rank)) return injected_failure(FaultStep::D2H, rank);
+          BRAID_TRY(enqueue_waits(device::kQueueD2H, pos, s));
+          return dev.d2h(device::kQueueD2H, st.address(in.dst, begin), st.address(in.src, begin), bytes, signal(pos, s));
+        case Opcode::H2D:
+          if (fault_injected(FaultStep::H2D, rank)) return injected_failure(FaultStep::H2D, rank);
+          BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
+          return dev.h2d(device::kQueueH2D, st.address(in.dst, begin), st.address(in.src, begin), bytes, signal(pos, s));
+        case Opcode::Copy:
+          if (fault_injected(FaultStep::Copy, rank)) return injected_failure(FaultStep::Copy, rank);
+          BRAID_TRY(enqueue_waits(device::kQueueCompute, pos, s));
+          return dev.copy(device::kQueueCompute, st.address(in.dst, begin), st.address(in.src, begin), bytes,
+                          signal(pos, s));
+        case Opcode::Reduce: {
+          if (fault_injected(FaultStep::Reduce, rank)) return injected_failure(FaultStep::Reduce, rank);
+          // Device reduction: stage the host source into a scratch ring slot, then reduce.
+          const uint64_t g = staging_index_++;
+          const uint64_t k = static_cast<uint64_t>(config_.scratch_slices);
+          unsigned char* slot = static_cast<unsigned char*>(config_.scratch) + (g % k) * scratch_slice_bytes;
+          BRAID_TRY(gate(device::kQueueH2D));
+          BRAID_TRY(gate(device::kQueueCompute));
+          if (g >= k) BRAID_TRY(dev.wait(device::kQueueH2D, {config_.consumed, g + 1 - k}));
+          BRAID_TRY(enqueue_waits(device::kQueueH2D, pos, s));
+          BRAID_TRY(dev.h2d(device::kQueueH2D, slot, st.address(in.src, begin), bytes, {config_.staged, g + 1}));
+          BRAID_TRY(dev.wait(device::kQueueCompute, {config_.staged, g + 1}));
+          BRAID_TRY(dev.reduce(device::kQueueCompute, args.type, args.op, st.address(in.dst, begin), slot, end - begin,
+                               args.scale_of(si.dst_raw_rank), args.scale_of(si.src_raw_rank), signal(pos, s)));
+          return dev.raise(device::kQueueCompute, {config_.consumed, g + 1});
         }
-        return Result::Success;
-      };
-      issue_result = issue();
+        case Opcode::H2H:
+          break;
+      }
+      return Result::Success;
+    };
+    result = queue_one();
+    if (result != Result::Success) break;
+  }
+  issued->staging_index = staging_index_;
+
+  // PreMulSum / integer Avg outputs, once every write of this rank is done (an output may still
+  // be read after its last write, to be forwarded).
+  bool scaling = false;
+  for (const auto& f : schedule.final_outputs[rank])
+    scaling |= args.scale_of(f.raw_rank) != nullptr || args.divide_by != 0;
+  if (result == Result::Success && scaling) {
+    result = gate(device::kQueueCompute);
+    for (int32_t pos : schedule.rank_order[rank]) {
+      if (result != Result::Success) break;
+      result = dev.wait(device::kQueueCompute, device::Signal{&config_.counters[pos], st.base + st.slices[pos]});
     }
-    if (issue_result != Result::Success) break;
+    for (const auto& f : schedule.final_outputs[rank]) {
+      if (result != Result::Success) break;
+      const reduce::OpScalar* raw_scale = args.scale_of(f.raw_rank);
+      if (raw_scale == nullptr && args.divide_by == 0) continue;
+      void* p = st.address(Location{Buffer::Output, 0, f.chunk}, 0);
+      const uint64_t n = st.part_elements[f.chunk % schedule.chunks];
+      if (raw_scale != nullptr) result = dev.scale(device::kQueueCompute, args.type, p, p, n, *raw_scale, {});
+      if (result == Result::Success && args.divide_by != 0)
+        result = dev.divide(device::kQueueCompute, args.type, p, n, args.divide_by, {});
+    }
+    if (result == Result::Success) {
+      issued->finish_target = ++finish_index_;
+      result = dev.raise(device::kQueueCompute, {config_.finish, issued->finish_target});
+    }
+  }
+  if (result != Result::Success) {
+    // What was queued waits for signals that will not all come: every rank stops.
+    auto* word = const_cast<std::atomic<uint64_t>*>(config_.abort_word);
+    uint64_t expected = 0;
+    if (word != nullptr) word->compare_exchange_strong(expected, abort_word(AbortReason::LocalError, rank));
+    dev.abort();
+  }
+  return result;
+}
+
+Result Executor::finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued, const WaitContext& ctx,
+                        RunFailure* failure) {
+  RunState st;
+  BRAID_TRY(prepare_state(schedule, args, config_, &st));
+  st.ctx = ctx;
+  st.ctx.peers = nullptr;
+  st.ctx.dead_rank = nullptr;
+  st.abort_word = const_cast<std::atomic<uint64_t>*>(ctx.abort_word);
+  device::Backend& dev = *config_.backend;
+  const int rank = config_.rank;
+  for (const Task& task : tasks_in_order(st, rank)) {
+    if (!runs_on_host(schedule.order[task.pos].instruction)) continue;
+    config_.pool->submit(static_cast<int>(next_worker_++ % config_.pool->size()),
+                         [stp = &st, pos = task.pos, s = task.slice] { run_host_slice(stp, pos, s); });
   }
 
   // The rank an unfinished instruction is (transitively) waiting for: follow unmet
@@ -270,32 +334,27 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     return schedule.order[at].rank;
   };
 
-  // Wait for every write of this rank, then finish PreMulSum / integer Avg outputs.
-  Result result = issue_result;
-  if (result == Result::Success) {
-    for (int32_t pos : schedule.rank_order[rank]) {
-      const uint64_t value = st.base + st.slices[pos];
-      std::atomic<uint64_t>& counter = config_.counters[pos];
-      WaitContext wait_ctx = ctx;
-      // Any peer with unfinished writes in this run: the chain of waits may pass through ranks
-      // whose queues are stuck behind the dead one, so following one chain is not enough.
-      wait_ctx.blocks = [&](int q) {
-        for (int32_t p : schedule.rank_order[q])
-          if (config_.counters[p].load(std::memory_order_acquire) < st.base + st.slices[p])
-            return true;
-        return false;
-      };
-      const WaitOutcome w =
-          wait_until(wait_ctx, [&] { return counter.load(std::memory_order_acquire) >= value; });
-      if (w == WaitOutcome::Done) continue;
-      failure->outcome = w;
-      failure->culprit = w == WaitOutcome::PeerDied && ctx.dead_rank ? *ctx.dead_rank
-                                                                      : blocking_rank(pos);
-      result = Result::RemoteError;
-      break;
-    }
+  // Wait for every write of this rank.
+  Result result = Result::Success;
+  for (int32_t pos : schedule.rank_order[rank]) {
+    const uint64_t value = st.base + st.slices[pos];
+    std::atomic<uint64_t>& counter = config_.counters[pos];
+    WaitContext wait_ctx = ctx;
+    // Any peer with unfinished writes in this run: the chain of waits may pass through ranks
+    // whose queues are stuck behind the dead one, so following one chain is not enough.
+    wait_ctx.blocks = [&](int q) {
+      for (int32_t p : schedule.rank_order[q])
+        if (config_.counters[p].load(std::memory_order_acquire) < st.base + st.slices[p]) return true;
+      return false;
+    };
+    const WaitOutcome w = wait_until(wait_ctx, [&] { return counter.load(std::memory_order_acquire) >= value; });
+    if (w == WaitOutcome::Done) continue;
+    failure->outcome = w;
+    failure->culprit = w == WaitOutcome::PeerDied && ctx.dead_rank ? *ctx.dead_rank : blocking_rank(pos);
+    result = Result::RemoteError;
+    break;
   }
-  // A counter only this rank's own compute queue raises: a wait that fails is this rank's failure.
+  // Counters only this rank's own compute queue raises: a wait that fails is this rank's failure.
   const auto wait_own = [&](const std::atomic<uint64_t>* counter, uint64_t target) {
     if (wait_until(ctx, [&] { return counter->load(std::memory_order_acquire) >= target; }) == WaitOutcome::Done)
       return Result::Success;
@@ -303,31 +362,11 @@ Result Executor::run(const Schedule& schedule, const RunArgs& args, const WaitCo
     failure->culprit = rank;
     return Result::RemoteError;
   };
-  // A device reduction's trailing raise of `consumed` is the last op this run queues that the
+  // A device reduction's trailing raise of `consumed` is the last op a run queues that the
   // counters above do not cover: wait for it too, or it may store into the control segment after
   // the communicator has unmapped it (seen once as a SIGSEGV at teardown with ranks as threads).
-  if (result == Result::Success && staging_index_ > 0) result = wait_own(config_.consumed, staging_index_);
-  if (result == Result::Success) {
-    bool any = false;
-    for (const auto& f : schedule.final_outputs[rank]) {
-      const reduce::OpScalar* raw_scale = args.scale_of(f.raw_rank);
-      if (raw_scale == nullptr && args.divide_by == 0) continue;
-      const Location out{Buffer::Output, 0, f.chunk};
-      void* p = st.address(out, 0);
-      const uint64_t n = st.part_elements[f.chunk % schedule.chunks];
-      if (raw_scale != nullptr)
-        result = dev.scale(device::kQueueCompute, args.type, p, p, n, *raw_scale, {});
-      if (result == Result::Success && args.divide_by != 0)
-        result = dev.divide(device::kQueueCompute, args.type, p, n, args.divide_by, {});
-      if (result != Result::Success) break;
-      any = true;
-    }
-    if (result == Result::Success && any) {
-      const uint64_t target = ++finish_index_;
-      result = dev.raise(device::kQueueCompute, {config_.finish, target});
-      if (result == Result::Success) result = wait_own(config_.finish, target);
-    }
-  }
+  if (result == Result::Success && issued.staging_index > 0) result = wait_own(config_.consumed, issued.staging_index);
+  if (result == Result::Success && issued.finish_target > 0) result = wait_own(config_.finish, issued.finish_target);
   if (result != Result::Success) {
     // Stop everything that might still touch this run's state before it goes away.
     uint64_t expected = 0;

@@ -1,6 +1,8 @@
-// Runs one rank's part of a scheduled program on concrete buffers: cuts each chunk into slices,
-// issues device operations per queue and host operations to the worker pool in the global
-// order, slice by slice, and waits until the rank's writes are done.
+// Runs one rank's part of a scheduled program on concrete buffers: cuts each chunk into slices and
+// issues them in the global order, slice by slice. In two halves, so that the thread that owns the
+// device's queues (the application's, as NCCL's calling thread) queues every device operation and
+// a host thread does the rest: issue() queues the device operations, gated by the rank's go word;
+// finish() hands the host operations to the worker pool and waits until the rank's writes are done.
 #pragma once
 
 #include <atomic>
@@ -54,11 +56,18 @@ struct ExecutorConfig {
   std::atomic<uint64_t>* consumed = nullptr;
   std::atomic<uint64_t>* finish = nullptr;
   size_t counter_capacity = 0;
+  const std::atomic<uint64_t>* abort_word = nullptr;  // the communicator's shared abort word
   std::vector<unsigned char*> staging;  // per NUMA index
   size_t staging_bytes = 0;             // per NUMA index
   size_t slice_bytes = 512 * 1024;
   void* scratch = nullptr;  // device scratch for staged REDUCE sources
   int scratch_slices = 4;
+};
+
+// What issue() queued that finish() must wait for besides the progress counters.
+struct IssuedRun {
+  uint64_t staging_index = 0;  // the device-reduction ring's position after the run (0: unused)
+  uint64_t finish_target = 0;  // the signal raised after the outputs' scaling (0: no scaling)
 };
 
 // How a failed wait ended, for the communicator's error text.
@@ -74,18 +83,24 @@ class Executor {
   // Bytes of one host slot for a piece of `count` elements.
   static size_t slot_bytes(uint64_t count, int chunks, size_t element_size);
 
-  // Runs the rank's instructions of `schedule` for one piece and waits for them. On a failed
-  // wait returns RemoteError with *failure filled; the caller reports and aborts.
-  Result run(const Schedule& schedule, const RunArgs& args, const WaitContext& ctx,
-             RunFailure* failure);
+  // Queues the rank's device instructions of `schedule` for one piece, each queue first waiting
+  // until `go` reaches args.seq (nothing of the run may touch staging before the ranks met), and
+  // the scaling of PreMulSum / integer Avg outputs after them. Host work only: no waits.
+  // PreMulSum's device-side scalars are args.scalars as the caller knows them then.
+  Result issue(const Schedule& schedule, const RunArgs& args, std::atomic<uint64_t>* go, IssuedRun* issued);
+  // Runs the rank's host instructions of the issued piece and waits for every write of the rank.
+  // Never queues device work. On a failed wait returns RemoteError with *failure filled, raises the
+  // abort word and aborts the backend (its queued waits are released).
+  Result finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued, const WaitContext& ctx,
+                RunFailure* failure);
 
  private:
   ExecutorConfig config_;
   // Staging ring for device reductions and the end-of-run signal (monotonic across runs; the
-  // counters are config_.staged/consumed/finish).
+  // counters are config_.staged/consumed/finish): issue()'s.
   uint64_t staging_index_ = 0;
   uint64_t finish_index_ = 0;
-  size_t next_worker_ = 0;
+  size_t next_worker_ = 0;  // finish()'s
 };
 
 }  // namespace braid::engine
