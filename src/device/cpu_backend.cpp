@@ -1,5 +1,7 @@
 #include "device/cpu_backend.h"
 
+#include "device/host_only_thread.h"
+
 #include <algorithm>
 
 #include <chrono>
@@ -88,6 +90,8 @@ Result CpuBackend::unregister_host(void* ptr) {
 }
 
 Result CpuBackend::enqueue(int queue, Op op) {
+  if (on_host_only_thread())
+    return fail(Result::InternalError, "device work queued from a host-only thread (braid's progress thread)");
   if (queue < 0 || queue >= num_queues())
     return fail(Result::InvalidArgument, "device queue %d out of range (0..%d)", queue,
                 num_queues() - 1);

@@ -1,5 +1,7 @@
 #include "multipath/progress_lane.h"
 
+#include "device/host_only_thread.h"
+
 #include <chrono>
 #include <cstdio>
 
@@ -75,6 +77,9 @@ void ProgressLane::publish(std::unique_ptr<LaneJob> job, std::vector<double> sec
 }
 
 void ProgressLane::loop() {
+  // The progress thread reduces on the host, meets the ranks and writes host words; the calling
+  // thread queues every device operation (device/host_only_thread.h).
+  device::mark_host_only_thread();
   name_this_thread("braid-lane");
   steps_->on_thread_start();
   uint64_t taken = 0;

@@ -1,9 +1,10 @@
 // The progress lane (multipath/progress_lane.h) on the CPU-emulated device, driven the way the
 // Orchestrator drives it on a GPU: the calling thread splits each call with the split ledger,
-// hands the lane's share to the lane and queues, on its "stream" (a CpuBackend queue), a wait on
-// the completion word the lane's "PCIe stream" raises (cuStreamWaitValue64 / cuStreamWriteValue64
-// on a GPU). The lane's share runs through braid's engine over shared memory; the NVLink share
-// (NCCL's on a GPU) is left out, so its elements must stay untouched.
+// queues every device operation of the lane's share (engine::Communicator::queue), hands the host
+// half to the lane (Communicator::complete) and queues, on its "stream" (a CpuBackend queue), a
+// wait on a completion word the lane writes with a host store. The lane's thread is host-only:
+// the CPU backend fails any device work it queues, so every exact result below also checks that
+// rule. The NVLink share (NCCL's on a GPU) is left out, so its elements must stay untouched.
 //
 // Checked: results exact against a host reference for 2-4 ranks (threads and forked processes);
 // the calling thread returns before the share runs; a failure at every step of a share (the
@@ -62,18 +63,14 @@ int32_t input(int rank, int call, size_t i) {
 enum class LaneFault { None, BeforeShare, BeforeTimes };
 
 struct CpuJob final : LaneJob {
-  Collective collective = Collective::AllReduce;
-  const int32_t* send = nullptr;
-  int32_t* recv = nullptr;
-  size_t count = 0;
+  engine::QueuedCollective queued;  // the share's device work, queued by the calling thread
 };
 
-// The device-specific steps on the CPU: braid's engine runs the share's range, the "PCIe stream"
-// (a CpuBackend queue) raises the completion word after it, the ranks exchange their times.
+// The device-specific steps on the CPU: braid's engine completes the share's host half, a host
+// store raises the completion word, the ranks exchange their times.
 class CpuLaneSteps final : public LaneSteps {
  public:
-  CpuLaneSteps(engine::Communicator& comm, device::Backend& streams, std::atomic<uint64_t>* done)
-      : comm_(comm), streams_(streams), done_(done) {}
+  CpuLaneSteps(engine::Communicator& comm, std::atomic<uint64_t>* done) : comm_(comm), done_(done) {}
 
   // Held closed, the lane's thread waits before each share (so tests see the caller return first).
   std::atomic<bool> gate_open{true};
@@ -88,10 +85,9 @@ class CpuLaneSteps final : public LaneSteps {
       return fail(Result::InternalError, "rank %d: failure injected at step 'share'", comm_.rank());
     share_started.store(true);
     const auto t0 = std::chrono::steady_clock::now();
-    BRAID_TRY(comm_.collective_range(job.collective, job.send, job.recv, job.count, DataType::Int32, RedOp::Sum, 0,
-                                     nullptr, engine::BlockRange{job.ledger.dedicated_elements, job.ledger.pcie_elements}));
+    BRAID_TRY(comm_.complete(job.queued));
     const double pcie_seconds = since(t0);
-    BRAID_TRY(streams_.raise(kPcieStream, device::Signal{done_, job.ledger.call}));
+    done_->store(job.ledger.call, std::memory_order_release);
     if (!job.ledger.timed) return Result::Success;
     if (fault == LaneFault::BeforeTimes && job.ledger.call == fault_call)
       return fail(Result::InternalError, "rank %d: failure injected at step 'times'", comm_.rank());
@@ -105,19 +101,13 @@ class CpuLaneSteps final : public LaneSteps {
     for (size_t i = 0; i < all.size(); ++i) (*seconds)[i] = static_cast<double>(all[i]) * 1e-9;
     return Result::Success;
   }
-  void release_waiters() override {
-    done_->store(kReleasedWord);
-    // After the raises still queued, which would otherwise lower the word again (as on a GPU).
-    streams_.raise(kPcieStream, device::Signal{done_, kReleasedWord});
-  }
+  void release_waiters() override { done_->store(kReleasedWord); }
   void abort_transfers() override { comm_.abort(); }
 
-  static constexpr int kPcieStream = device::kQueueD2H;
   static constexpr uint64_t kNvlinkNanosecondsPerElement = 100;
 
  private:
   engine::Communicator& comm_;
-  device::Backend& streams_;
   std::atomic<uint64_t>* done_;
 };
 
@@ -130,7 +120,7 @@ class LaneRank {
     ledger_ = std::make_unique<SplitLedger>(std::make_unique<balance::SplitTable>(std::move(b), kAlignBytes),
                                             comm.nranks(), lag, kAlignBytes);
     streams_.register_host(words_, sizeof(words_));
-    steps_ = std::make_unique<CpuLaneSteps>(comm, streams_, &words_[0]);
+    steps_ = std::make_unique<CpuLaneSteps>(comm, &words_[0]);
     lane_ = std::make_unique<ProgressLane>(steps_.get(), ledger_.get(), true);
   }
   ~LaneRank() {
@@ -154,14 +144,17 @@ class LaneRank {
     auto job = std::make_unique<CpuJob>();
     const size_t bytes = count * sizeof(int32_t) * (c == Collective::AllGather ? static_cast<size_t>(comm_.nranks()) : 1);
     BRAID_TRY(ledger_->next(c, DataType::Int32, bytes, count, &job->ledger));
-    job->collective = c;
-    job->send = send;
-    job->recv = recv;
-    job->count = count;
     const uint64_t number = job->ledger.call;
     if (!job->runs_on_lane()) {
       lane_->settle_at_once(std::move(job));
       return Result::Success;
+    }
+    if (const Result r = comm_.queue(c, send, recv, count, DataType::Int32, RedOp::Sum, 0,
+                                     engine::BlockRange{job->ledger.dedicated_elements, job->ledger.pcie_elements},
+                                     &job->queued);
+        r != Result::Success) {
+      lane_->settle_at_once(std::move(job));
+      return r;
     }
     lane_->submit(std::move(job));
     last_lane_call_ = number;

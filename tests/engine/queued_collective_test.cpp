@@ -1,0 +1,205 @@
+// A collective in two halves (engine::Communicator::queue / complete), as braid's drop-in runs its
+// PCIe share: the calling thread queues every device operation of several calls ahead, each gated
+// on the ranks' meeting, and a host-only thread (device/host_only_thread.h) completes them in order.
+// Checked exactly against a reference written here for every splittable collective on ranges of
+// every block, with integer Avg and float Avg (whose device-side scaling happens before the
+// meeting); and the rules: a host-only thread cannot queue device work, PreMulSum cannot be queued.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "device/host_only_thread.h"
+#include "harness.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kCount = 3000;  // elements per block
+constexpr int32_t kUntouched = -7;
+
+int32_t input(int rank, int call, size_t i) {
+  return static_cast<int32_t>((rank + 1) * 1009 + call * 31 + static_cast<int>(i % 997));
+}
+
+struct Case {
+  Collective collective;
+  RedOp op;
+  engine::BlockRange range;
+  int root = 0;
+};
+
+// The calls every rank queues ahead, in this order, before any is completed.
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {Collective::AllReduce, RedOp::Sum, {0, kCount}},
+      {Collective::AllGather, RedOp::Sum, {1024, 1500}},
+      {Collective::ReduceScatter, RedOp::Max, {7, 2000}},
+      {Collective::Broadcast, RedOp::Sum, {512, 2488}, 1},
+      {Collective::Reduce, RedOp::Sum, {0, 1000}, 1},
+      {Collective::AllReduce, RedOp::Avg, {1000, 2000}},  // integer Avg: divided on the device
+  };
+  return all;
+}
+
+size_t send_elements(Collective c, int nranks) {
+  return c == Collective::ReduceScatter ? kCount * static_cast<size_t>(nranks) : kCount;
+}
+size_t recv_elements(Collective c, int nranks) {
+  return c == Collective::AllGather ? kCount * static_cast<size_t>(nranks) : kCount;
+}
+
+// Rank `rank`'s expected receive buffer for call `k`, from the definitions (NCCL's).
+std::vector<int32_t> expected(int k, int rank, int nranks) {
+  const Case& c = cases()[static_cast<size_t>(k)];
+  std::vector<int32_t> out(recv_elements(c.collective, nranks), kUntouched);
+  const auto combine = [&](auto value_of) {
+    int64_t acc = value_of(0);
+    for (int q = 1; q < nranks; ++q) {
+      const int64_t v = value_of(q);
+      acc = c.op == RedOp::Max ? std::max(acc, v) : acc + v;
+    }
+    if (c.op == RedOp::Avg) acc /= nranks;
+    return static_cast<int32_t>(acc);
+  };
+  for (size_t i = c.range.begin; i < c.range.begin + c.range.count; ++i) {
+    switch (c.collective) {
+      case Collective::AllReduce:
+        out[i] = combine([&](int q) { return input(q, k, i); });
+        break;
+      case Collective::Reduce:
+        if (rank == c.root) out[i] = combine([&](int q) { return input(q, k, i); });
+        break;
+      case Collective::Broadcast:
+        out[i] = input(c.root, k, i);
+        break;
+      case Collective::AllGather:
+        for (int q = 0; q < nranks; ++q) out[static_cast<size_t>(q) * kCount + i] = input(q, k, i);
+        break;
+      case Collective::ReduceScatter:
+        out[i] = combine([&](int q) { return input(q, k, static_cast<size_t>(rank) * kCount + i); });
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+class EngineQueued : public ::testing::TestWithParam<std::tuple<test::Mode, int>> {};
+
+TEST_P(EngineQueued, CallsQueuedAheadCompleteExactlyOnAHostOnlyThread) {
+  const auto [mode, nranks] = GetParam();
+  const topo::Topology topology = test::load_test_topology();
+  const size_t per_call = kCount * static_cast<size_t>(nranks) * sizeof(int32_t);
+  const size_t out_bytes = per_call * cases().size();
+  const auto outcomes = test::run_ranks(mode, nranks, topology, out_bytes, [&](engine::Communicator& comm, int rank,
+                                                                               unsigned char* out) {
+    const int n = static_cast<int>(cases().size());
+    std::vector<std::vector<int32_t>> send(n), recv(n);
+    std::vector<engine::QueuedCollective> queued(n);
+    for (int k = 0; k < n; ++k) {
+      const Case& c = cases()[static_cast<size_t>(k)];
+      send[k].resize(send_elements(c.collective, nranks));
+      for (size_t i = 0; i < send[k].size(); ++i) send[k][i] = input(rank, k, i);
+      recv[k].assign(recv_elements(c.collective, nranks), kUntouched);
+      BRAID_TRY(comm.queue(c.collective, send[k].data(), recv[k].data(), kCount, DataType::Int32, c.op, c.root, c.range,
+                           &queued[k]));
+    }
+    Result completed = Result::Success;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      for (int k = 0; k < n && completed == Result::Success; ++k) completed = comm.complete(queued[k]);
+    });
+    host.join();
+    BRAID_TRY(completed);
+    for (int k = 0; k < n; ++k)
+      std::memcpy(out + per_call * static_cast<size_t>(k), recv[k].data(), recv[k].size() * sizeof(int32_t));
+    return Result::Success;
+  });
+  for (int r = 0; r < nranks; ++r) {
+    ASSERT_EQ(outcomes[r].result, Result::Success) << "rank " << r << ": " << outcomes[r].error;
+    for (int k = 0; k < static_cast<int>(cases().size()); ++k) {
+      const std::vector<int32_t> want = expected(k, r, nranks);
+      std::vector<int32_t> got(want.size());
+      std::memcpy(got.data(), outcomes[r].output.data() + per_call * static_cast<size_t>(k), got.size() * sizeof(int32_t));
+      size_t wrong = 0;
+      for (size_t i = 0; i < want.size(); ++i) wrong += got[i] != want[i];
+      EXPECT_EQ(wrong, 0u) << "rank " << r << " call " << k << " ("
+                           << collective_name(cases()[static_cast<size_t>(k)].collective) << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EngineQueued,
+                         ::testing::Combine(::testing::Values(test::Mode::Threads, test::Mode::Processes),
+                                            ::testing::Values(2, 3, 4)),
+                         [](const auto& param_info) {
+                           return std::string(test::mode_name(std::get<0>(param_info.param))) + "_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "_ranks";
+                         });
+
+// Float Avg is PreMulSum(1/n) inside the engine: the same scalar on every rank, so its device-side
+// scaling may be queued before the meeting.
+TEST(EngineQueuedRules, FloatAvgIsExactAndPreMulSumIsRefused) {
+  const topo::Topology topology = test::load_test_topology();
+  constexpr int kRanks = 4;
+  const auto outcomes = test::run_ranks(test::Mode::Threads, kRanks, topology, kCount * sizeof(float),
+                                        [&](engine::Communicator& comm, int rank, unsigned char* out) {
+    std::vector<float> x(kCount);
+    for (size_t i = 0; i < kCount; ++i) x[i] = static_cast<float>(4 * ((rank + 1) * 8 + static_cast<int>(i % 64)));
+    engine::QueuedCollective q;
+    if (comm.queue(Collective::AllReduce, x.data(), x.data(), kCount, DataType::Float32, RedOp::PreMulSum, 0,
+                   engine::BlockRange{}, &q) != Result::InvalidUsage)
+      return fail(Result::InternalError, "PreMulSum was queued");
+    BRAID_TRY(comm.queue(Collective::AllReduce, x.data(), x.data(), kCount, DataType::Float32, RedOp::Avg, 0,
+                         engine::BlockRange{}, &q));
+    Result done = Result::Success;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      done = comm.complete(q);
+    });
+    host.join();
+    BRAID_TRY(done);
+    std::memcpy(out, x.data(), kCount * sizeof(float));
+    return Result::Success;
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(outcomes[r].result, Result::Success) << outcomes[r].error;
+    const auto* got = reinterpret_cast<const float*>(outcomes[r].output.data());
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+      // Powers of two and small integers: every order of the sum and the 1/4 scaling is exact.
+      float want = 0;
+      for (int q = 0; q < kRanks; ++q) want += static_cast<float>(4 * ((q + 1) * 8 + static_cast<int>(i % 64))) / kRanks;
+      wrong += got[i] != want;
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+  }
+}
+
+TEST(EngineQueuedRules, AHostOnlyThreadCannotQueueDeviceWork) {
+  const topo::Topology topology = test::load_test_topology();
+  const auto outcomes = test::run_ranks(test::Mode::Threads, 2, topology, 64, [&](engine::Communicator& comm, int,
+                                                                                  unsigned char* out) {
+    std::vector<int32_t> x(kCount, 1);
+    Result queued = Result::Success;
+    std::string text;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      queued = comm.all_reduce(x.data(), x.data(), kCount, DataType::Int32, RedOp::Sum);
+      text = last_error();
+    });
+    host.join();
+    std::snprintf(reinterpret_cast<char*>(out), 64, "%s", text.find("host-only thread") != std::string::npos ? "named" : "unnamed");
+    return queued == Result::Success ? fail(Result::InternalError, "queued from a host-only thread") : Result::Success;
+  });
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.result, Result::Success) << o.error;
+    EXPECT_STREQ(reinterpret_cast<const char*>(o.output.data()), "named");
+  }
+}
+
+}  // namespace
+}  // namespace braid
