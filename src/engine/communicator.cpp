@@ -339,6 +339,9 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
 
 Communicator::~Communicator() {
   if (backend_ != nullptr) {
+    // Device work queued for runs that were never completed waits on words in the segments about
+    // to be unmapped: dropped first.
+    if (control_.data() != nullptr && rank_records(control_.data())[rank_].device_go.load() < runs_) backend_->abort();
     backend_->set_abort_flag(nullptr);  // the flag lives in the control segment, unmapped below
     for (auto& seg : staging_) backend_->unregister_host(seg.data());
     if (control_.data() != nullptr) backend_->unregister_host(control_.data());
@@ -790,10 +793,11 @@ Result Communicator::queue(Collective c, const void* send, void* recv, size_t co
   return r;
 }
 
-Result Communicator::complete(QueuedCollective& q) {
+Result Communicator::complete(QueuedCollective& q, std::function<void()> on_look) {
   if (!q.moves) return Result::Success;
   int dead_rank = -1;
   WaitContext ctx = wait_context(&dead_rank);
+  ctx.on_look = std::move(on_look);
   std::vector<bool> in_place_flags;
   Result r = meet(q, ctx, &in_place_flags);
   if (r == Result::Success) r = run_host_part(q, ctx);

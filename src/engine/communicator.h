@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <span>
 #include <cstdint>
@@ -130,7 +131,8 @@ class Communicator {
   Result queue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
                Range range, QueuedCollective* out);
   Result join_queued() { return backend_->end_collective(); }
-  Result complete(QueuedCollective& queued);
+  // `on_look`: called at every look of complete()'s waits, on its thread (WaitContext::on_look).
+  Result complete(QueuedCollective& queued, std::function<void()> on_look = {});
   // The collective (arguments as above) over `range` of every block; the rest of the receive
   // buffer is left as it was. Every rank passes the same range.
   Result collective_range(Collective c, const void* send, void* recv, size_t count, DataType type,

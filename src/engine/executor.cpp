@@ -308,6 +308,7 @@ Result Executor::finish(const Schedule& schedule, const RunArgs& args, const Iss
   st.ctx = ctx;
   st.ctx.peers = nullptr;
   st.ctx.dead_rank = nullptr;
+  st.ctx.on_look = nullptr;  // the workers' waits: the hook is the waiting thread's
   st.abort_word = const_cast<std::atomic<uint64_t>*>(ctx.abort_word);
   device::Backend& dev = *config_.backend;
   const int rank = config_.rank;

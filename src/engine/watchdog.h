@@ -40,6 +40,9 @@ struct WaitContext {
   // Yield rather than sleep for this long after spinning (device::Backoff): for the waits of a
   // host meeting on the application's thread, which must end soon after the last rank arrives.
   uint64_t yield_window_ns = 0;
+  // Called at every look while waiting (the waiting thread's own): a caller that watches host
+  // words of its own meanwhile (the drop-in's timing stamps).
+  std::function<void()> on_look;
 };
 
 template <class Ready>
@@ -47,6 +50,7 @@ WaitOutcome wait_until(const WaitContext& ctx, Ready ready) {
   device::Backoff backoff(ctx.yield_window_ns);
   auto last_peer_check = std::chrono::steady_clock::now();
   for (;;) {
+    if (ctx.on_look) ctx.on_look();
     if (ready()) return WaitOutcome::Done;
     if (backoff.sleeping()) {
       if (ctx.abort_word != nullptr && ctx.abort_word->load(std::memory_order_acquire) != 0)

@@ -1,18 +1,15 @@
 // The multipath orchestrator of one NCCL communicator (HyLink's Multipath Orchestrator, FlexLink's
 // split): each large collective is cut at an element offset every rank agrees on; the head goes
 // over NVLink (NCCL on the caller's stream, or braid's copy engines), the tail to braid's PCIe
-// engine; braid's shares run on streams of their own forked from the caller's with an event; each
-// path is timed from that event.
+// engine, whose queues fork from the caller's stream and join it again by events.
 //
-// Asynchronous like NCCL: the calling thread queues the NVLink share (NCCL's, or braid's copy
-// engines', whose per-call meeting with the peers is the calling thread's unless
-// BRAID_NVLINK_ON_LANE hands it on too) and hands braid's PCIe share to the communicator's
-// progress thread, which drives braid's engine (copies, host reductions) and then releases the
-// caller's stream through a word in pinned host memory the stream waits on (a stream memory
-// operation). The calling thread does not wait for the GPU, except when it runs more than
-// BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread, or before it maps a peer's new buffer
-// for the copy engines (once braid's progress has run every call handed to it); it waits for
-// other ranks in the copy engines' meeting.
+// Asynchronous like NCCL, and shaped like it: the calling thread queues every GPU operation of a
+// call (the PCIe share's copies and reductions, gated on the GPU by a word the ranks' meeting
+// raises; the NVLink share; the join) and hands the host half to the communicator's progress
+// thread, which meets the other ranks, reduces on the host, writes host words and never queues GPU
+// work (device/host_only_thread.h). The calling thread does not wait for the GPU, except when it
+// runs more than BRAID_SPLIT_SETTLE_LAG split calls ahead of that thread, or before it maps a
+// peer's new buffer for the copy engines; it waits for other ranks in the copy engines' meeting.
 //
 // Agreement: the split table is a replica on every rank, updated only with the per-path maximum
 // over all ranks' times (exchanged by the progress threads through the engine's control segment,
@@ -37,9 +34,9 @@
 #include "common/result.h"
 #include "api/nccl_calls.h"
 #include "multipath/caller_profile.h"
-#include "multipath/first_uses.h"
 #include "multipath/nccl_config_copy.h"
 #include "multipath/paths_admitted.h"
+#include "engine/communicator.h"
 #include "multipath/progress_lane.h"
 #include "multipath/peer_share_path.h"
 #include "multipath/share_path.h"
@@ -136,32 +133,13 @@ class Orchestrator : private LaneSteps {
   void keep_history(bool keep) { keep_history_ = keep; }
 
  private:
-  struct CallEvents {
-    cudaEvent_t fork = nullptr;       // on the caller's stream: braid's shares wait for it (untimed: cheap)
-    cudaEvent_t fork_time = nullptr;  // when the fork passed, as the progress thread records it (timed)
-    cudaEvent_t nccl_end = nullptr, pcie_end = nullptr;  // timed
-    cudaEvent_t joined = nullptr;     // braid's shares done (BRAID_ASYNC=0 joins the caller by it)
-  };
-  // One split call, as the progress thread gets it: the operator is resolved at call time (the
-  // application may destroy a PreMulSum operator as soon as the call returns).
+  // One split call, as the progress thread gets it: its GPU work is queued already.
   struct Job final : LaneJob {
     SplitRecord record;
-    CallEvents events;
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
-    bool copy_engines() const { return nvlink_on_lane; }    // and the copy engines' NVLink share
-    // The copy engines did not carry their share (refused or deferred): PCIe carried it.
-    bool copy_moved() const { return record.copy_refused || record.copy_deferred; }
     bool timed() const { return ledger.timed; }             // and both paths are timed
-    // Where this call's fork is timed: by the calling thread (fork_time is then the fork itself),
-    // or by the progress thread, which can only where the GPU has not passed the fork yet.
-    bool caller_timed = false;
-    bool fork_timed = false;  // fork_time holds when the fork passed: the times hold
-    cudaEvent_t fork() const { return caller_timed ? events.fork_time : events.fork; }
-    ShareCall share;                      // the call with its operator resolved
-    const void* device_scalar = nullptr;  // PreMulSum's, device-resident: read when the share runs
-    // NCCL's share is queued by the progress thread, on lane_comm_ (lane_nccl_share).
-    bool nccl_on_lane = false;
-    peer::PeerPath::Publication publication;  // this rank's buffers as the copy engines' peers learn them
+    ShareCall share;
+    engine::QueuedCollective queued;  // the PCIe share's device work, queued by the calling thread
   };
   Orchestrator() = default;
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
@@ -171,26 +149,15 @@ class Orchestrator : private LaneSteps {
   Result refuse_after_failure() const;
   // And the call is large enough for it (BRAID_NVLINK_COPY_MIN_BYTES, BRAID_NVLINK_ALLREDUCE_MIN_BYTES).
   bool copy_engines_take(const SplitCall& call) const;
-  Result resolve_op(const SplitCall& call, Job* job) const;
-  Result take_events(CallEvents* out);
-  Result make_events(size_t count, std::vector<CallEvents>* out);
-  void refill_events();  // the progress thread's, when take_events found the pool low
-  static constexpr size_t kEventsLow = 16;
-  void give_back_events(const CallEvents& events);
+  // Writes `call` into stamp `which` when `stream` passes this point (timed calls).
+  Result stamp(cudaStream_t stream, int which, uint64_t call);
 
-  // The progress lane's steps, on its thread (or the caller's, BRAID_ASYNC=0).
-  void on_thread_start() override;
+  // The progress lane's steps, on its thread (or the caller's, BRAID_ASYNC=0): host work only.
   Result run_share(LaneJob& job, std::vector<double>* seconds) override;
-  void release_waiters() override;  // raises the completion word past every call
-  void after(LaneJob& job) override;
+  void release_waiters() override;  // releases the device work queued for calls that will not run
   void abort_transfers() override;
-  void release_stuck() override;  // host stores only: the lane's thread is stuck
-  uint64_t device_passed() const override { return done_ != nullptr ? done_->load() : UINT64_MAX; }
+  void release_stuck() override;    // host stores only: the lane's thread is stuck
   std::string device_state() const override;  // the copy engines' signals of every rank
-  // The copy engines' NVLink share on copy_stream_ (the meeting with the peers included); a buffer
-  // some rank cannot share marks the job copy_refused, one some rank has not mapped yet
-  // copy_deferred, on every rank alike.
-  Result copy_share(Job& job);
   // The NVLink share on the caller's stream, on the calling thread: braid's copy engines where
   // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
   Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, SplitRecord* record);
@@ -199,30 +166,9 @@ class Orchestrator : private LaneSteps {
   // first to map a peer's new buffer (or grow its scratch), the mapping and a second meeting.
   Result caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
                            peer::PeerPath::Outcome* outcome);
-  // The calling thread: once braid's progress has issued every call handed to it, maps the peers'
-  // buffers and grows the scratch that deferred copy-engine shares asked for (such CUDA calls may
-  // wait for the whole device, so never while a stream waits for work the progress thread has
-  // still to issue).
+  // The calling thread: maps the peers' buffers and grows the scratch that deferred copy-engine
+  // shares asked for.
   Result prepare_copy_engines();
-  // Whether NCCL's share of this call goes to the progress thread (BRAID_NCCL_SHARE_ON_LANE): the
-  // same answer on every rank. The first such call makes lane_comm_, collective over the ranks.
-  bool nccl_share_on_lane(const SplitCall& call, const LedgerCall& ledger);
-  void make_lane_comm();
-  // NCCL's share of `job` on lane_comm_, queued on `stream`.
-  Result enqueue_on_lane_comm(const Job& job, cudaStream_t stream);
-  // NCCL's share on nccl_stream_, after the fork, on the progress thread; nccl_end after it.
-  Result lane_nccl_share(Job& job);
-  // PCIe's share: its own range, or with the NVLink share's too where the copy engines refused it.
-  Result pcie_share(Job& job);
-  // The caller's stream goes on once braid's shares are done: the completion word raised to the
-  // call on pcie_stream_ (after the copy engines' end), and `joined` recorded.
-  Result release(Job& job);
-  // A timed call's fork time, on timing_stream_: only while the GPU has not passed the fork yet.
-  // Learns which thread should time the next timed calls' forks (callers_time_forks_).
-  Result time_fork(Job& job);
-  // Every rank's per-path times of a timed call (none for the others, nor where a rank could not
-  // time the fork).
-  Result settle(const Job& job, std::vector<double>* seconds);
 
   // The calling thread: applies settled calls to the table, in call order, through `call`
   // (waiting for each); beyond the lag only when every rank does the same at the same call
@@ -238,35 +184,10 @@ class Orchestrator : private LaneSteps {
   std::shared_ptr<const NcclConfigCopy> app_config_;  // comm_'s, as the application gave it (null: unknown)
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
-  cudaStream_t pcie_stream_ = nullptr;
-  cudaStream_t copy_stream_ = nullptr;  // the copy engines' share, queued by the progress thread
-  // Holds nothing but timed calls' fork times, so a record there fires as the fork passes.
-  cudaStream_t timing_stream_ = nullptr;
-  // Set while calls come on streams the GPU has caught up with (each call waited for, as in a
-  // latency test): the progress thread comes too late to time their forks, so the calling thread
-  // records the fork as a timing event itself, about 1 us more. Cleared once such a fork was not
-  // passed yet when the progress thread looked (calls queued ahead of the GPU, as in training).
-  std::atomic<bool> callers_time_forks_{false};
   // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
   // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
   std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
-  std::unique_ptr<SharePath> pcie_path_;
-  // NCCL's share of calls handed to the progress thread, on a communicator of its own (split from
-  // the application's at the first such call) so that the progress thread's NCCL calls never
-  // interleave with the application's: each communicator's calls keep one order on every rank.
-  // lane_comm_state_: kLaneCommUntried, kLaneCommReady or kLaneCommOff (agreed by every rank).
-  enum LaneCommState { kLaneCommUntried, kLaneCommReady, kLaneCommOff };
-  LaneCommState lane_comm_state_ = kLaneCommOff;
-  // Held by whichever thread calls NCCL on lane_comm_, and by abort(), which ends it at once: a
-  // share stuck on a dead peer would otherwise hold up the application's abort of its own
-  // communicator (that waits for the device). Null once aborted.
-  std::timed_mutex lane_comm_mutex_;
-  ncclComm_t lane_comm_ = nullptr;
-  // The first share of each collective and size class on lane_comm_ is the calling thread's.
-  FirstUses lane_comm_first_uses_;
-  std::unique_ptr<SharePath> lane_nccl_path_;
-  cudaStream_t nccl_stream_ = nullptr;
   std::atomic<bool> aborted_{false};
   // The calling thread's, set when a call the copy engines refused is applied (in call order, so
   // at the same call on every rank): NCCL carries the NVLink shares from then on.
@@ -282,12 +203,11 @@ class Orchestrator : private LaneSteps {
   // Between the calling thread and the progress thread (BRAID_ASYNC=0: no thread).
   std::unique_ptr<ProgressLane> lane_;
   std::unique_ptr<CallerProfile> profile_;  // BRAID_CALLER_PROFILE: the calling thread's split calls
-  std::mutex events_mutex_;
-  std::vector<CallEvents> free_events_, all_events_;
-  std::atomic<bool> events_low_{false};
-  // The last split call whose PCIe share ended, in pinned host memory: callers' streams wait on it.
-  std::atomic<uint64_t>* done_ = nullptr;
-  unsigned long long done_device_ = 0;
+  // Where timed calls' paths ended, written by the caller's stream (stamp()) and read by the
+  // progress thread: pinned, mapped host memory.
+  static constexpr int kForkStamp = 0, kNvlinkStamp = 1, kStamps = 2;
+  std::atomic<uint64_t>* stamps_ = nullptr;
+  unsigned long long stamps_device_ = 0;
 };
 
 }  // namespace braid::multipath

@@ -2,12 +2,13 @@
 // pays for any of them (docs/MULTIPATH.md, "What a communicator costs").
 //
 // braid's copy-engine NVLink path (src/peer/) runs where it was measured to pay: two ranks whose
-// GPUs share NVLink, unless BRAID_NVLINK_PATH says otherwise. braid's PCIe share runs on the
-// communicator's progress thread, which queues GPU work a caller's stream already waits on: only
-// where the process loads CUDA modules eagerly and has CUDA's default hardware queues
-// (stream_queues.h), or without the progress thread (BRAID_ASYNC=0). Where neither path may run,
-// braid makes nothing for the communicator: no engine, no staging, no thread, no second NCCL
-// communicator; its calls go straight to NCCL.
+// GPUs share NVLink, unless BRAID_NVLINK_PATH says otherwise. braid's PCIe share runs where it
+// was measured to pay: GPUs without NVLink (HyLink's machines), and two ranks on NVLink; at four
+// ranks on NVLink it settled at 0-4% of the bytes for 0.99-1.00x NCCL, so it is off there unless
+// the user sets BRAID_SPLIT_MIN_BYTES. Its GPU work is queued by the calling thread, so neither
+// lazy module loading nor CUDA_DEVICE_MAX_CONNECTIONS limits it. Where neither path may run, braid
+// makes nothing for the communicator: no engine, no staging, no thread; its calls go straight to
+// NCCL.
 //
 // Each rank decides for itself (admit_paths); the ranks then keep what every rank admits
 // (agreed_paths), so that no rank splits a call another leaves to NCCL.
@@ -20,7 +21,6 @@
 #include <string_view>
 
 #include "common/types.h"
-#include "multipath/stream_queues.h"
 
 namespace braid::multipath {
 
@@ -29,8 +29,7 @@ struct PathFacts {
   int nranks = 1;
   bool nvlink = false;                // the machine's GPUs are joined by NVLink
   std::string_view nvlink_path = "auto";  // BRAID_NVLINK_PATH: auto, copy or nccl
-  bool async = true;                  // BRAID_ASYNC: braid's share on a progress thread
-  LaneQueueing queueing;              // CUDA_DEVICE_MAX_CONNECTIONS, lazy module loading
+  bool split_size_chosen = false;     // BRAID_SPLIT_MIN_BYTES set: the user asks for PCIe shares
 };
 
 // Why a path is not admitted (0: it is). Ordered: agreement keeps the largest reason any rank gave.
@@ -40,8 +39,7 @@ enum class PathRefusal : uint32_t {
   NcclChosen = 2,       // BRAID_NVLINK_PATH=nccl
   NotTwoRanks = 3,      // copy engines: auto takes them at two ranks only (they lost at four)
   NoNvlink = 4,         // copy engines: auto takes them where GPUs share NVLink only
-  LazyLoading = 5,      // PCIe share: the process loads CUDA modules lazily
-  FewQueues = 6,        // PCIe share: CUDA_DEVICE_MAX_CONNECTIONS below CUDA's default
+  NoGainMeasured = 5,   // PCIe share: more than two ranks on NVLink, where it did not pay
 };
 
 struct PathsAdmitted {
@@ -71,7 +69,7 @@ struct PathThresholds {
 // a communicator at the first such call, not before (every rank makes the same calls).
 bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes);
 
-// "braid's PCIe share is off: CUDA loads modules lazily (...)": one line for logs and traces.
+// "braid's PCIe share off (more than two ranks on NVLink ...)": one line for logs and traces.
 std::string describe(const PathsAdmitted& paths);
 std::string_view refusal_text(PathRefusal why);
 

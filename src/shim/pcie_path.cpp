@@ -19,9 +19,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "common/sizes.h"
-#include "cuda/module_loading.h"
 #include "multipath/paths_admitted.h"
-#include "multipath/stream_queues.h"
 #include "route/grouped_exchange.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
@@ -77,14 +75,10 @@ multipath::PathThresholds path_thresholds(bool nvlink) {
 
 // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
 multipath::PathsAdmitted paths_this_rank_admits(const CommState& state, bool nvlink) {
-  const bool async = settings().async;
-  return multipath::admit_paths(multipath::PathFacts{
-      .nranks = state.nranks,
-      .nvlink = nvlink,
-      .nvlink_path = settings().nvlink_path,
-      .async = async,
-      .queueing = {.connections = multipath::cuda_connections(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")),
-                   .lazy_module_loading = async && cuda::module_loading_is_lazy()}});
+  return multipath::admit_paths(multipath::PathFacts{.nranks = state.nranks,
+                                                     .nvlink = nvlink,
+                                                     .nvlink_path = settings().nvlink_path,
+                                                     .split_size_chosen = settings().split_min_bytes > 0});
 }
 
 // The paths every rank admits, and whether every rank can take this call at all (`mine`): one

@@ -21,31 +21,21 @@ struct Case {
 // Test names and ctest lines show the case's name, not its bytes.
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-LaneQueueing eager() { return LaneQueueing{.connections = 8, .lazy_module_loading = false}; }
-LaneQueueing lazy() { return LaneQueueing{.connections = 8, .lazy_module_loading = true}; }
-
 std::vector<Case> cases() {
   return {
-      {"one_rank", {.nranks = 1, .nvlink = true, .queueing = eager()}, PathRefusal::OneRank, PathRefusal::OneRank},
-      {"two_nvlink_eager", {.nranks = 2, .nvlink = true, .queueing = eager()}, PathRefusal::None, PathRefusal::None},
-      // CUDA's default: the PCIe share is off, the copy engines (queued by the calling thread) stay.
-      {"two_nvlink_lazy", {.nranks = 2, .nvlink = true, .queueing = lazy()}, PathRefusal::None,
-       PathRefusal::LazyLoading},
-      // Four ranks under CUDA's default: nothing of braid's runs, so braid makes nothing.
-      {"four_nvlink_lazy", {.nranks = 4, .nvlink = true, .queueing = lazy()}, PathRefusal::NotTwoRanks,
-       PathRefusal::LazyLoading},
-      {"four_nvlink_eager", {.nranks = 4, .nvlink = true, .queueing = eager()}, PathRefusal::NotTwoRanks,
-       PathRefusal::None},
-      {"four_copy_forced", {.nranks = 4, .nvlink = true, .nvlink_path = "copy", .queueing = lazy()},
-       PathRefusal::None, PathRefusal::LazyLoading},
-      {"two_nccl_chosen", {.nranks = 2, .nvlink = true, .nvlink_path = "nccl", .queueing = eager()},
-       PathRefusal::NcclChosen, PathRefusal::None},
-      {"two_pcie_only", {.nranks = 2, .nvlink = false, .queueing = eager()}, PathRefusal::NoNvlink, PathRefusal::None},
-      {"few_queues", {.nranks = 2, .nvlink = true, .queueing = {.connections = 1}}, PathRefusal::None,
-       PathRefusal::FewQueues},
-      // Without a progress thread the calling thread queues the whole share: lazy loading cannot block it.
-      {"synchronous_lazy", {.nranks = 4, .nvlink = true, .async = false, .queueing = lazy()},
+      {"one_rank", {.nranks = 1, .nvlink = true}, PathRefusal::OneRank, PathRefusal::OneRank},
+      {"two_nvlink", {.nranks = 2, .nvlink = true}, PathRefusal::None, PathRefusal::None},
+      // Four ranks on NVLink: nothing of braid's was measured to pay, so braid makes nothing.
+      {"four_nvlink", {.nranks = 4, .nvlink = true}, PathRefusal::NotTwoRanks, PathRefusal::NoGainMeasured},
+      {"four_nvlink_split_size_chosen", {.nranks = 4, .nvlink = true, .split_size_chosen = true},
        PathRefusal::NotTwoRanks, PathRefusal::None},
+      {"four_copy_forced", {.nranks = 4, .nvlink = true, .nvlink_path = "copy"}, PathRefusal::None,
+       PathRefusal::NoGainMeasured},
+      {"two_nccl_chosen", {.nranks = 2, .nvlink = true, .nvlink_path = "nccl"}, PathRefusal::NcclChosen,
+       PathRefusal::None},
+      {"two_pcie_only", {.nranks = 2, .nvlink = false}, PathRefusal::NoNvlink, PathRefusal::None},
+      // HyLink's machines: GPUs on PCIe alone, at any rank count.
+      {"eight_pcie_only", {.nranks = 8, .nvlink = false}, PathRefusal::NotTwoRanks, PathRefusal::None},
   };
 }
 
@@ -67,23 +57,23 @@ INSTANTIATE_TEST_SUITE_P(Cases, PathsAdmittedTable, ::testing::ValuesIn(cases())
                          [](const ::testing::TestParamInfo<Case>& param) { return param.param.name; });
 
 TEST(PathsAdmitted, ARankThatRefusesAPathTurnsItOffForEveryRankWithItsReason) {
-  const PathsAdmitted mine = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
-  const PathsAdmitted theirs = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
+  const PathsAdmitted mine = admit_paths({.nranks = 4, .nvlink = true, .split_size_chosen = true});
+  const PathsAdmitted theirs = admit_paths({.nranks = 4, .nvlink = true});
   const PathsAdmitted agreed = combined(mine, theirs);
-  EXPECT_TRUE(agreed.copy_engines_admitted());
-  EXPECT_EQ(agreed.pcie_share, PathRefusal::LazyLoading);
+  EXPECT_FALSE(agreed.copy_engines_admitted());
+  EXPECT_EQ(agreed.pcie_share, PathRefusal::NoGainMeasured);
   EXPECT_EQ(combined(theirs, mine).pcie_share, agreed.pcie_share);  // the same on every rank
 }
 
 TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes) {
-  const PathsAdmitted a = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
-  const PathsAdmitted b = admit_paths({.nranks = 4, .nvlink = true, .queueing = {.connections = 1}});
+  const PathsAdmitted a = admit_paths({.nranks = 4, .nvlink = true, .split_size_chosen = true});
+  const PathsAdmitted b = admit_paths({.nranks = 4, .nvlink = true});
   const auto wa = encode(a), wb = encode(b);
   const PathsAdmitted by_words = decode({std::max(wa[0], wb[0]), std::max(wa[1], wb[1])});
   const PathsAdmitted by_value = combined(a, b);
   EXPECT_EQ(by_words.copy_engines, by_value.copy_engines);
   EXPECT_EQ(by_words.pcie_share, by_value.pcie_share);
-  EXPECT_EQ(by_words.pcie_share, PathRefusal::FewQueues);
+  EXPECT_EQ(by_words.pcie_share, PathRefusal::NoGainMeasured);
   // A word no rank could have written admits nothing.
   EXPECT_FALSE(decode({-1, 99}).any());
 }
@@ -91,12 +81,12 @@ TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes)
 TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldTake) {
   const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines_gather = 16u << 20,
                                   .copy_engines_reduce = 128u << 20};
-  const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true, .queueing = eager()});
-  const PathsAdmitted copy_only = admit_paths({.nranks = 2, .nvlink = true, .queueing = lazy()});
-  const PathsAdmitted pcie_only = admit_paths({.nranks = 4, .nvlink = true, .queueing = eager()});
-  const PathsAdmitted none = admit_paths({.nranks = 4, .nvlink = true, .queueing = lazy()});
+  const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true});
+  const PathsAdmitted copy_only = admit_paths({.nranks = 4, .nvlink = true, .nvlink_path = "copy"});
+  const PathsAdmitted pcie_only = admit_paths({.nranks = 4, .nvlink = true, .split_size_chosen = true});
+  const PathsAdmitted none = admit_paths({.nranks = 4, .nvlink = true});
   constexpr size_t MiB = size_t{1} << 20;
-  // A 64 MB DDP bucket at two ranks under lazy loading: nothing takes it, so nothing is made yet.
+  // A 64 MB DDP bucket where only the copy engines run: nothing takes it, so nothing is made yet.
   EXPECT_FALSE(takes(copy_only, thresholds, Collective::AllReduce, 64 * MiB));
   EXPECT_TRUE(takes(copy_only, thresholds, Collective::AllReduce, 128 * MiB));
   EXPECT_TRUE(takes(copy_only, thresholds, Collective::AllGather, 16 * MiB));

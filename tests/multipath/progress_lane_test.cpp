@@ -101,7 +101,12 @@ class CpuLaneSteps final : public LaneSteps {
     for (size_t i = 0; i < all.size(); ++i) (*seconds)[i] = static_cast<double>(all[i]) * 1e-9;
     return Result::Success;
   }
-  void release_waiters() override { done_->store(kReleasedWord); }
+  // After a failure: the callers' streams go on, and the device work queued for later calls (which
+  // waits for meetings that will not come) is dropped, by host stores as on a GPU.
+  void release_waiters() override {
+    done_->store(kReleasedWord);
+    comm_.abort();
+  }
   void abort_transfers() override { comm_.abort(); }
 
   static constexpr uint64_t kNvlinkNanosecondsPerElement = 100;
@@ -154,6 +159,9 @@ class LaneRank {
                                      &job->queued);
         r != Result::Success) {
       lane_->settle_at_once(std::move(job));
+      // The lane's failure released the device work (an abort) as this call was queued: its cause.
+      if (const Result f = lane_->failure(&text); r == Result::RemoteError && f != Result::Success)
+        return fail(f, "an earlier split call failed: %s", text.c_str());
       return r;
     }
     lane_->submit(std::move(job));
