@@ -598,7 +598,14 @@ Result Communicator::prepare(Collective c, const void* send, void* recv, size_t 
     return fail(Result::InvalidArgument, "%s: elements %zu+%zu lie outside blocks of %zu",
                 std::string(collective_name(c)).c_str(), range.begin, range.count, count);
   if (!collective_reduces(c)) op = RedOp::Sum;
-  *q = QueuedCollective{};
+  q->moves = false;
+  q->in_place = false;
+  q->scaled = false;
+  q->divide_by = 0;
+  q->scalars.clear();
+  q->schedule = nullptr;
+  q->runs.clear();
+  q->issue_state.store(kIssuePending);
   q->collective = c;
   q->send = send;
   q->recv = recv;
@@ -677,8 +684,7 @@ Result Communicator::meet(QueuedCollective& q, const WaitContext& ctx, std::vect
   return Result::Success;
 }
 
-Result Communicator::plan_and_issue(QueuedCollective& q, const std::vector<bool>& in_place_flags,
-                                    const dsl::Program* program) {
+Result Communicator::plan_runs(QueuedCollective& q, const std::vector<bool>& in_place_flags, const dsl::Program* program) {
   const size_t esize = datatype_size(q.type);
   const Collective c = q.collective;
   // The program is planned for what this call moves: the range of every block.
@@ -701,9 +707,6 @@ Result Communicator::plan_and_issue(QueuedCollective& q, const std::vector<bool>
                 std::string(collective_name(c)).c_str(), max_slots, staging_bytes_);
   const uint64_t piece_elements =
       std::min<uint64_t>(q.range.count, slot_elements * static_cast<uint64_t>(q.schedule->chunks));
-  backend_->set_timeout(settings().timeout);
-  BRAID_TRY(backend_->begin_collective());
-  std::atomic<uint64_t>* go = &rank_records(control_.data())[rank_].device_go;
   const uint64_t range_end = q.range.begin + q.range.count;
   for (uint64_t begin = q.range.begin; begin < range_end; begin += piece_elements) {
     QueuedCollective::Run run;
@@ -716,10 +719,20 @@ Result Communicator::plan_and_issue(QueuedCollective& q, const std::vector<bool>
     args.divide_by = q.divide_by;
     args.piece = {q.count, begin, std::min<uint64_t>(piece_elements, range_end - begin)};
     args.seq = ++runs_;
-    BRAID_TRY(executor_->issue(*q.schedule, args, go, &run.issued));
     q.runs.push_back(run);
   }
   return Result::Success;
+}
+
+Result Communicator::issue_runs(QueuedCollective& q) {
+  backend_->set_timeout(settings().timeout);
+  Result r = backend_->begin_collective();
+  std::atomic<uint64_t>* go = &rank_records(control_.data())[rank_].device_go;
+  for (size_t i = 0; r == Result::Success && i < q.runs.size(); ++i)
+    r = executor_->issue(*q.schedule, q.runs[i].args, go, &q.runs[i].issued);
+  q.issue_state.store(r == Result::Success ? kIssued : kIssueFailed,
+                      std::memory_order_release);
+  return r;
 }
 
 Result Communicator::run_host_part(QueuedCollective& q, WaitContext& ctx) {
@@ -736,7 +749,7 @@ Result Communicator::run_host_part(QueuedCollective& q, WaitContext& ctx) {
     go->store(args.seq, std::memory_order_release);
     ctx.start = std::chrono::steady_clock::now();
     RunFailure failure;
-    Result r = executor_->finish(*q.schedule, args, q.runs[i].issued, ctx, &failure);
+    Result r = executor_->finish(*q.schedule, args, q.runs[i].issued, &q.issue_state, ctx, &failure);
     if (r != Result::Success) {
       // This rank's own failure (not a wait that another rank's failure ended) keeps its own
       // code and text; the executor has raised the abort word naming this rank for the others.
@@ -766,13 +779,20 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   WaitContext ctx = wait_context(&dead_rank);
   std::vector<bool> in_place_flags;
   BRAID_TRY(meet(q, ctx, &in_place_flags));
-  BRAID_TRY(plan_and_issue(q, in_place_flags, program));
+  BRAID_TRY(plan_runs(q, in_place_flags, program));
+  BRAID_TRY(issue_runs(q));
   BRAID_TRY(run_host_part(q, ctx));
   return backend_->end_collective();
 }
 
 Result Communicator::queue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
                            int root, Range range, QueuedCollective* out) {
+  BRAID_TRY(plan(c, send, recv, count, type, op, root, range, out));
+  return issue(*out);
+}
+
+Result Communicator::plan(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
+                          int root, Range range, QueuedCollective* out) {
   QueuedCollective& q = *out;
   if (op == RedOp::PreMulSum)
     return fail(Result::InvalidUsage,
@@ -782,7 +802,15 @@ Result Communicator::queue(Collective c, const void* send, void* recv, size_t co
   if (!q.moves) return Result::Success;
   // Before the meeting no rank knows the others' in-place flags: the schedule orders every rank's
   // buffers as if they aliased, which is valid for either (it only adds dependencies).
-  const Result r = plan_and_issue(q, std::vector<bool>(static_cast<size_t>(nranks_), true), nullptr);
+  return plan_runs(q, std::vector<bool>(static_cast<size_t>(nranks_), true), nullptr);
+}
+
+Result Communicator::issue(QueuedCollective& q) {
+  if (!q.moves) {
+    q.issue_state.store(kIssued, std::memory_order_release);
+    return Result::Success;
+  }
+  const Result r = issue_runs(q);
   if (r != Result::Success) {
     // The peers' queued operations wait for this rank's: every rank stops.
     uint64_t none = 0;

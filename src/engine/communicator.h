@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -78,6 +79,13 @@ struct QueuedCollective {
     IssuedRun issued;
   };
   std::vector<Run> runs;  // one per piece
+  // Set by issue() once every run's device work is queued (kIssued) or could not be (kIssueFailed);
+  // complete() reads `issued` only after it.
+  std::atomic<int> issue_state{kIssuePending};
+
+  QueuedCollective() = default;
+  QueuedCollective(const QueuedCollective&) = delete;
+  QueuedCollective& operator=(const QueuedCollective&) = delete;
 };
 
 class Communicator {
@@ -128,8 +136,17 @@ class Communicator {
   // never queues device work; on failure it releases the queued operations and the communicator
   // is unusable. join_queued() orders the backend's user stream after what was queued. PreMulSum
   // cannot be queued (device-side scaling needs every rank's scalar): InvalidUsage.
+  //
+  // queue() is plan() then issue(). A caller that hands the host half to another thread does so
+  // between them: from issue()'s first operation the device waits for the ranks' meeting, so the
+  // meeting must not wait for anything this thread does later (it may be blocked meanwhile behind
+  // an application thread that holds CUDA's lock and waits for the device). plan() makes no
+  // device call; complete() may start before issue() ends and waits for it only at its end.
   Result queue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
                Range range, QueuedCollective* out);
+  Result plan(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+              Range range, QueuedCollective* out);
+  Result issue(QueuedCollective& queued);
   Result join_queued() { return backend_->end_collective(); }
   // `on_look`: called at every look of complete()'s waits, on its thread (WaitContext::on_look).
   Result complete(QueuedCollective& queued, std::function<void()> on_look = {});
@@ -188,7 +205,8 @@ class Communicator {
   Result prepare(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
                  const reduce::OpScalar* scalar, const dsl::Program* program, Range range, QueuedCollective* q);
   Result meet(QueuedCollective& q, const WaitContext& ctx, std::vector<bool>* in_place_flags);
-  Result plan_and_issue(QueuedCollective& q, const std::vector<bool>& in_place_flags, const dsl::Program* program);
+  Result plan_runs(QueuedCollective& q, const std::vector<bool>& in_place_flags, const dsl::Program* program);
+  Result issue_runs(QueuedCollective& q);
   Result run_host_part(QueuedCollective& q, WaitContext& ctx);
   Result check_arguments(Collective c, const void* send, void* recv, size_t count, int type,
                          int op, int root, const reduce::OpScalar* scalar);

@@ -301,8 +301,8 @@ Result Executor::issue(const Schedule& schedule, const RunArgs& args, std::atomi
   return result;
 }
 
-Result Executor::finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued, const WaitContext& ctx,
-                        RunFailure* failure) {
+Result Executor::finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued,
+                        const std::atomic<int>* issue_state, const WaitContext& ctx, RunFailure* failure) {
   RunState st;
   BRAID_TRY(prepare_state(schedule, args, config_, &st));
   st.ctx = ctx;
@@ -363,6 +363,15 @@ Result Executor::finish(const Schedule& schedule, const RunArgs& args, const Iss
     failure->culprit = rank;
     return Result::RemoteError;
   };
+  // The issuing thread's own targets, once it is done (it may have been held up in a CUDA call).
+  if (result == Result::Success && issue_state != nullptr) {
+    const WaitOutcome w = wait_until(ctx, [&] { return issue_state->load(std::memory_order_acquire) != kIssuePending; });
+    if (w != WaitOutcome::Done || issue_state->load(std::memory_order_acquire) != kIssued) {
+      failure->outcome = w == WaitOutcome::Done ? WaitOutcome::Aborted : w;
+      failure->culprit = rank;
+      result = Result::RemoteError;
+    }
+  }
   // A device reduction's trailing raise of `consumed` is the last op a run queues that the
   // counters above do not cover: wait for it too, or it may store into the control segment after
   // the communicator has unmapped it (seen once as a SIGSEGV at teardown with ranks as threads).

@@ -70,6 +70,9 @@ struct IssuedRun {
   uint64_t finish_target = 0;  // the signal raised after the outputs' scaling (0: no scaling)
 };
 
+// Whether a run's device work is queued yet (IssuedRun valid from kIssued on).
+inline constexpr int kIssuePending = 0, kIssued = 1, kIssueFailed = 2;
+
 // How a failed wait ended, for the communicator's error text.
 struct RunFailure {
   WaitOutcome outcome = WaitOutcome::Done;
@@ -91,8 +94,10 @@ class Executor {
   // Runs the rank's host instructions of the issued piece and waits for every write of the rank.
   // Never queues device work. On a failed wait returns RemoteError with *failure filled, raises the
   // abort word and aborts the backend (its queued waits are released).
-  Result finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued, const WaitContext& ctx,
-                RunFailure* failure);
+  // `issue_state` (null: issued already): finish() may start while issue() still runs on another
+  // thread; it reads `issued` only once the state says issue() ended (QueuedCollective's states).
+  Result finish(const Schedule& schedule, const RunArgs& args, const IssuedRun& issued,
+                const std::atomic<int>* issue_state, const WaitContext& ctx, RunFailure* failure);
 
  private:
   ExecutorConfig config_;

@@ -337,37 +337,54 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   mark(CallerProfile::kPrepare);
   // This thread queues every GPU operation of the call, as NCCL's calling thread does; the progress
   // thread only meets the ranks, reduces on the host and writes host words (docs/MULTIPATH.md,
-  // "One call"). First braid's PCIe share: its queues fork from the caller's stream here, ahead
-  // of the NVLink share, and wait for the ranks' meeting on the GPU.
+  // "One call"). The PCIe share is planned first (host work only) and its host half handed on
+  // before any of its GPU work is queued: from the first queued operation the GPU waits for the
+  // ranks' meeting, which must never wait for this thread, since an application thread may hold
+  // CUDA's lock while it waits for the device and stop this thread's next CUDA call.
+  const engine::BlockRange pcie_range{nccl_elements, job->ledger.pcie_elements};
+  Result r = braid_->engine->plan(call.collective, call.send, call.recv, call.count, type, job->share.op, call.root,
+                                  pcie_range, &job->queued);
+  if (r != Result::Success) {
+    lane_->settle_at_once(std::move(job));
+    if (profile_ != nullptr) profile_->end(/*handed_on=*/false);
+    if (r == Result::RemoteError) BRAID_TRY(refuse_after_failure());
+    return r;
+  }
+  if (!said_pcie_share_) {
+    said_pcie_share_ = true;
+    BRAID_INFO(Balance, "multipath: rank %d/%d: call %llu (%s, %zu bytes) is the first with a PCIe share: elements %zu+%zu "
+               "of every block through braid's engine, every GPU operation queued by the calling thread",
+               rank_, nranks_, static_cast<unsigned long long>(call_number), std::string(collective_name(call.collective)).c_str(),
+               job->record.bytes, nccl_elements, job->ledger.pcie_elements);
+  }
+  Job& handed = *job;  // owned by the lane from here; this thread writes only what the lane never reads
+  const bool timed = job->timed();
+  const ShareCall share = job->share;
+  bool woke = false;
+  // BRAID_ASYNC=0 completes the call inside submit(), on this thread: its GPU work first.
+  if (lane_->async()) woke = lane_->submit(std::move(job));
   braid_->backend->set_user_stream(stream);
-  Result r = braid_->engine->queue(call.collective, call.send, call.recv, call.count, type, job->share.op, call.root,
-                                   engine::BlockRange{nccl_elements, job->ledger.pcie_elements}, &job->queued);
-  const bool queued = r == Result::Success;
-  if (r == Result::Success && job->timed()) r = stamp(stream, kForkStamp, call_number);
+  r = braid_->engine->issue(handed.queued);  // the fork, then the share's copies, gated on the meeting
+  if (r == Result::Success && timed) r = stamp(stream, kForkStamp, call_number);
   mark(CallerProfile::kFork);
-  if (r == Result::Success && nccl_elements > 0)
-    r = caller_nvlink_share(job->share, ShareRange{0, nccl_elements}, stream, &job->record);
-  if (r == Result::Success && job->timed()) r = stamp(stream, kNvlinkStamp, call_number);
+  if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &handed.record);
+  if (r == Result::Success && timed) r = stamp(stream, kNvlinkStamp, call_number);
   mark(CallerProfile::kNccl);
   // The join: the caller's stream waits for the PCIe share's queues (events).
   if (r == Result::Success) r = braid_->engine->join_queued();
   mark(CallerProfile::kJoin);
-  if (r != Result::Success) {
-    // Queued device work waits for a meeting this rank will not hold: every rank stops.
-    const std::string text = last_error();
-    if (queued) abort();
-    lane_->settle_at_once(std::move(job));
-    if (profile_ != nullptr) profile_->end(/*handed_on=*/false);
-    // An earlier call's failure released the device work (an abort) as this one was queued: its cause.
-    if (!queued && r == Result::RemoteError) BRAID_TRY(refuse_after_failure());
-    return fail(r, "%s", text.c_str());
-  }
-  job->record.caller_seconds = caller_seconds();
-  const bool woke = lane_->submit(std::move(job));
+  if (r == Result::Success) handed.record.caller_seconds = caller_seconds();
+  if (!lane_->async()) lane_->submit(std::move(job));
   mark(CallerProfile::kHandOn);
   if (profile_ != nullptr) {
     if (woke) profile_->woke();
     profile_->end(/*handed_on=*/true);
+  }
+  if (r != Result::Success) {
+    // The call's GPU work waits for a meeting that cannot complete it: every rank stops.
+    const std::string text = last_error();
+    abort();
+    return fail(r, "%s", text.c_str());
   }
   BRAID_TRACE(Balance, "multipath: call %llu: every GPU operation queued, the host work handed on",
               static_cast<unsigned long long>(call_number));
@@ -418,8 +435,8 @@ void Orchestrator::release_waiters() { abort_transfers(); }
 
 Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) {
   Job& job = static_cast<Job&>(lane_job);
-  BRAID_TRACE(Balance, "multipath: job %llu (%s and pcie%s) starts", static_cast<unsigned long long>(job.record.call),
-              job.record.nvlink_copy ? "copy engines" : "nccl", job.timed() ? ", timed" : "");
+  BRAID_TRACE(Balance, "multipath: job %llu (pcie%s) starts", static_cast<unsigned long long>(job.record.call),
+              job.timed() ? ", timed" : "");
   if (!job.pcie()) return Result::Success;
   step("the PCIe share: braid's engine");
   // A timed call's paths are timed from when the caller's stream passed the fork to the stamps

@@ -193,6 +193,7 @@ class Orchestrator : private LaneSteps {
   // at the same call on every rank): NCCL carries the NVLink shares from then on.
   bool copy_engines_off_ = false;
   bool copy_refused_logged_ = false;
+  bool said_pcie_share_ = false;  // the INFO line of the first call with a PCIe share
   // The calling thread's: the table, the calls made, the operators, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;

@@ -1,6 +1,8 @@
 #include "multipath/progress_lane.h"
 
 #include "device/host_only_thread.h"
+#include <string>
+#include "common/settings.h"
 
 #include <chrono>
 #include <cstdio>
@@ -138,7 +140,23 @@ Result ProgressLane::apply_through(uint64_t call, bool beyond_lag, const Applied
     {
       std::unique_lock lock(settled_mutex_);
       const uint64_t next = ledger_->applied() + 1;
-      settled_cv_.wait(lock, [&] { return settled_.count(next) > 0 || failed_.load() != 0; });
+      // Bounded: past BRAID_TIMEOUT a WARN says what the calling thread waits for (every thread's
+      // stack too with BRAID_WATCH_STACKS), so that a wait that never ends is found, not guessed.
+      const auto ready = [&] { return settled_.count(next) > 0 || failed_.load() != 0; };
+      const auto began = std::chrono::steady_clock::now();
+      bool warned = false;
+      while (!settled_cv_.wait_for(lock, std::chrono::milliseconds(500), ready)) {
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        if (warned || waited < settings().timeout) continue;
+        warned = true;
+        BRAID_WARN(Balance, "multipath: the calling thread has waited %.0f s for split call %llu to be settled; the progress "
+                   "thread is %s (at '%s'), %llu calls handed to it, %llu finished",
+                   waited, static_cast<unsigned long long>(next),
+                   busy_call_.load() != 0 ? ("inside call " + std::to_string(busy_call_.load())).c_str() : "idle",
+                   step_.load(std::memory_order_relaxed), static_cast<unsigned long long>(queued_.load()),
+                   static_cast<unsigned long long>(finished_.load()));
+        if (settings().watch_stacks) dump_thread_stacks(2);
+      }
       auto it = settled_.find(next);
       if (it == settled_.end())
         return fail(static_cast<Result>(failed_.load()),

@@ -6,6 +6,7 @@
 // meeting); and the rules: a host-only thread cannot queue device work, PreMulSum cannot be queued.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -173,6 +174,48 @@ TEST(EngineQueuedRules, FloatAvgIsExactAndPreMulSumIsRefused) {
       // Powers of two and small integers: every order of the sum and the 1/4 scaling is exact.
       float want = 0;
       for (int q = 0; q < kRanks; ++q) want += static_cast<float>(4 * ((q + 1) * 8 + static_cast<int>(i % 64))) / kRanks;
+      wrong += got[i] != want;
+    }
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+  }
+}
+
+// The drop-in's order: planned, the host half handed to the host-only thread, and only then the
+// device work queued (late here), so that the ranks' meeting never waits for the calling thread.
+TEST(EngineQueuedRules, TheHostHalfMayStartBeforeTheDeviceWorkIsQueued) {
+  const topo::Topology topology = test::load_test_topology();
+  constexpr int kRanks = 3;
+  const auto outcomes = test::run_ranks(test::Mode::Threads, kRanks, topology, kCount * sizeof(int32_t),
+                                        [&](engine::Communicator& comm, int rank, unsigned char* out) {
+    std::vector<int32_t> send(kCount), recv(kCount, kUntouched);
+    for (size_t i = 0; i < kCount; ++i) send[i] = input(rank, 0, i);
+    engine::QueuedCollective q;
+    BRAID_TRY(comm.plan(Collective::AllReduce, send.data(), recv.data(), kCount, DataType::Int32, RedOp::Sum, 0,
+                        engine::BlockRange{100, 2000}, &q));
+    Result done = Result::InternalError;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      done = comm.complete(q);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * (rank + 1)));
+    const Result issued = comm.issue(q);
+    host.join();
+    BRAID_TRY(issued);
+    BRAID_TRY(done);
+    std::memcpy(out, recv.data(), kCount * sizeof(int32_t));
+    return Result::Success;
+  });
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(outcomes[r].result, Result::Success) << outcomes[r].error;
+    std::vector<int32_t> got(kCount);
+    std::memcpy(got.data(), outcomes[r].output.data(), kCount * sizeof(int32_t));
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+      int32_t want = kUntouched;
+      if (i >= 100 && i < 2100) {
+        want = 0;
+        for (int q = 0; q < kRanks; ++q) want += input(q, 0, i);
+      }
       wrong += got[i] != want;
     }
     EXPECT_EQ(wrong, 0u) << "rank " << r;

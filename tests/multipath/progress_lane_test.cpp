@@ -154,17 +154,23 @@ class LaneRank {
       lane_->settle_at_once(std::move(job));
       return Result::Success;
     }
-    if (const Result r = comm_.queue(c, send, recv, count, DataType::Int32, RedOp::Sum, 0,
-                                     engine::BlockRange{job->ledger.dedicated_elements, job->ledger.pcie_elements},
-                                     &job->queued);
+    // As the orchestrator: planned (host work only), handed on, then the GPU work queued, so that
+    // the ranks' meeting never waits for this thread.
+    if (const Result r = comm_.plan(c, send, recv, count, DataType::Int32, RedOp::Sum, 0,
+                                    engine::BlockRange{job->ledger.dedicated_elements, job->ledger.pcie_elements},
+                                    &job->queued);
         r != Result::Success) {
       lane_->settle_at_once(std::move(job));
+      return r;
+    }
+    engine::QueuedCollective& queued = job->queued;
+    lane_->submit(std::move(job));
+    if (const Result r = comm_.issue(queued); r != Result::Success) {
       // The lane's failure released the device work (an abort) as this call was queued: its cause.
       if (const Result f = lane_->failure(&text); r == Result::RemoteError && f != Result::Success)
         return fail(f, "an earlier split call failed: %s", text.c_str());
       return r;
     }
-    lane_->submit(std::move(job));
     last_lane_call_ = number;
     // The caller's stream: waits for the lane's share, then marks the call done.
     BRAID_TRY(streams_.wait(kCallerStream, device::Signal{&words_[0], number}));
