@@ -141,6 +141,58 @@ INSTANTIATE_TEST_SUITE_P(Ranks, EngineQueued,
                                   std::to_string(std::get<1>(param_info.param)) + "_ranks";
                          });
 
+// NCCL's in-place forms (AllReduce on one buffer, AllGather's input inside its output, ReduceScatter's
+// output inside its input), queued ahead before any rank knows whether the others are in place.
+TEST(EngineQueuedRules, InPlaceCallsAreExact) {
+  const topo::Topology topology = test::load_test_topology();
+  constexpr int kRanks = 3;
+  constexpr size_t kBytes = 3 * kCount * kRanks * sizeof(int32_t);
+  const auto outcomes = test::run_ranks(test::Mode::Processes, kRanks, topology, kBytes,
+                                        [&](engine::Communicator& comm, int rank, unsigned char* out) {
+    const size_t n = kCount * kRanks;
+    std::vector<int32_t> ar(kCount), ag(n, kUntouched), rs(n);
+    for (size_t i = 0; i < kCount; ++i) ar[i] = input(rank, 0, i);
+    for (size_t i = 0; i < kCount; ++i) ag[static_cast<size_t>(rank) * kCount + i] = input(rank, 1, i);
+    for (size_t i = 0; i < n; ++i) rs[i] = input(rank, 2, i);
+    engine::QueuedCollective q[3];
+    BRAID_TRY(comm.queue(Collective::AllReduce, ar.data(), ar.data(), kCount, DataType::Int32, RedOp::Sum, 0,
+                         engine::BlockRange{}, &q[0]));
+    BRAID_TRY(comm.queue(Collective::AllGather, ag.data() + static_cast<size_t>(rank) * kCount, ag.data(), kCount,
+                         DataType::Int32, RedOp::Sum, 0, engine::BlockRange{}, &q[1]));
+    BRAID_TRY(comm.queue(Collective::ReduceScatter, rs.data(), rs.data() + static_cast<size_t>(rank) * kCount, kCount,
+                         DataType::Int32, RedOp::Sum, 0, engine::BlockRange{}, &q[2]));
+    Result done = Result::Success;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      for (int k = 0; k < 3 && done == Result::Success; ++k) done = comm.complete(q[k]);
+    });
+    host.join();
+    BRAID_TRY(done);
+    auto* o = reinterpret_cast<int32_t*>(out);
+    std::memcpy(o, ar.data(), kCount * sizeof(int32_t));
+    std::memcpy(o + n, ag.data(), n * sizeof(int32_t));
+    std::memcpy(o + 2 * n, rs.data() + static_cast<size_t>(rank) * kCount, kCount * sizeof(int32_t));
+    return Result::Success;
+  });
+  const size_t n = kCount * kRanks;
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(outcomes[r].result, Result::Success) << outcomes[r].error;
+    const auto* got = reinterpret_cast<const int32_t*>(outcomes[r].output.data());
+    size_t wrong = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+      int32_t sum = 0, scattered = 0;
+      for (int q = 0; q < kRanks; ++q) {
+        sum += input(q, 0, i);
+        scattered += input(q, 2, static_cast<size_t>(r) * kCount + i);
+      }
+      wrong += got[i] != sum;
+      wrong += got[2 * n + i] != scattered;
+    }
+    for (size_t i = 0; i < n; ++i) wrong += got[n + i] != input(static_cast<int>(i / kCount), 1, i % kCount);
+    EXPECT_EQ(wrong, 0u) << "rank " << r;
+  }
+}
+
 // Float Avg is PreMulSum(1/n) inside the engine: the same scalar on every rank, so its device-side
 // scaling may be queued before the meeting.
 TEST(EngineQueuedRules, FloatAvgIsExactAndPreMulSumIsRefused) {
