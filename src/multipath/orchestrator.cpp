@@ -257,6 +257,11 @@ Result Orchestrator::apply_settled(uint64_t call, bool beyond_lag) {
 
 void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& seconds, double next_share) {
   SplitRecord& r = static_cast<Job&>(job).record;
+  if (const CallerPart& caller = *static_cast<Job&>(job).caller; r.pcie_elements > 0) {
+    // The calling thread's outcomes, written after the hand-on (read here, on that thread).
+    r.nvlink_copy = caller.nvlink.nvlink_copy;
+    r.caller_seconds = caller.nvlink.caller_seconds;
+  }
   r.next_pcie_share = next_share;
   if (r.copy_refused && !copy_engines_off_) {
     copy_engines_off_ = true;
@@ -343,7 +348,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // CUDA's lock while it waits for the device and stop this thread's next CUDA call.
   const engine::BlockRange pcie_range{nccl_elements, job->ledger.pcie_elements};
   Result r = braid_->engine->plan(call.collective, call.send, call.recv, call.count, type, job->share.op, call.root,
-                                  pcie_range, &job->queued);
+                                  pcie_range, &job->caller->queued);
   if (r != Result::Success) {
     lane_->settle_at_once(std::move(job));
     if (profile_ != nullptr) profile_->end(/*handed_on=*/false);
@@ -357,23 +362,24 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
                rank_, nranks_, static_cast<unsigned long long>(call_number), std::string(collective_name(call.collective)).c_str(),
                job->record.bytes, nccl_elements, job->ledger.pcie_elements);
   }
-  Job& handed = *job;  // owned by the lane from here; this thread writes only what the lane never reads
+  const std::shared_ptr<CallerPart> mine = job->caller;  // the lane owns the job from here
+  mine->nvlink = job->record;
   const bool timed = job->timed();
   const ShareCall share = job->share;
   bool woke = false;
   // BRAID_ASYNC=0 completes the call inside submit(), on this thread: its GPU work first.
   if (lane_->async()) woke = lane_->submit(std::move(job));
   braid_->backend->set_user_stream(stream);
-  r = braid_->engine->issue(handed.queued);  // the fork, then the share's copies, gated on the meeting
+  r = braid_->engine->issue(mine->queued);  // the fork, then the share's copies, gated on the meeting
   if (r == Result::Success && timed) r = stamp(stream, kForkStamp, call_number);
   mark(CallerProfile::kFork);
-  if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &handed.record);
+  if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &mine->nvlink);
   if (r == Result::Success && timed) r = stamp(stream, kNvlinkStamp, call_number);
   mark(CallerProfile::kNccl);
   // The join: the caller's stream waits for the PCIe share's queues (events).
   if (r == Result::Success) r = braid_->engine->join_queued();
   mark(CallerProfile::kJoin);
-  if (r == Result::Success) handed.record.caller_seconds = caller_seconds();
+  if (r == Result::Success) mine->nvlink.caller_seconds = caller_seconds();
   if (!lane_->async()) lane_->submit(std::move(job));
   mark(CallerProfile::kHandOn);
   if (profile_ != nullptr) {
@@ -452,7 +458,7 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
       nvlink_at = Clock::now();
   };
   const bool measured = job.timed() && stamps_[kForkStamp].load(std::memory_order_acquire) < call;
-  BRAID_TRY(braid_->engine->complete(job.queued, measured ? std::function<void()>(look) : std::function<void()>()));
+  BRAID_TRY(braid_->engine->complete(job.caller->queued, measured ? std::function<void()>(look) : std::function<void()>()));
   const Clock::time_point pcie_at = Clock::now();
   if (!job.timed()) return Result::Success;
   step("the timing exchange");

@@ -133,13 +133,19 @@ class Orchestrator : private LaneSteps {
   void keep_history(bool keep) { keep_history_ = keep; }
 
  private:
-  // One split call, as the progress thread gets it: its GPU work is queued already.
+  // What the calling thread still writes once a call's host half is handed on (the lane may drop a
+  // failed job while that thread issues): shared, so that it outlives whichever lets go last.
+  struct CallerPart {
+    engine::QueuedCollective queued;  // the PCIe share, planned then issued by the calling thread
+    SplitRecord nvlink;               // the NVLink share's outcome (nvlink_copy) and the caller's time
+  };
+  // One split call, as the progress thread gets it: its host half.
   struct Job final : LaneJob {
     SplitRecord record;
     bool pcie() const { return ledger.pcie_elements > 0; }  // braid's PCIe share runs
     bool timed() const { return ledger.timed; }             // and both paths are timed
     ShareCall share;
-    engine::QueuedCollective queued;  // the PCIe share's device work, queued by the calling thread
+    std::shared_ptr<CallerPart> caller = std::make_shared<CallerPart>();
   };
   Orchestrator() = default;
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no

@@ -63,7 +63,9 @@ int32_t input(int rank, int call, size_t i) {
 enum class LaneFault { None, BeforeShare, BeforeTimes };
 
 struct CpuJob final : LaneJob {
-  engine::QueuedCollective queued;  // the share's device work, queued by the calling thread
+  // The share's device work, queued by the calling thread after the hand-on: shared, since the
+  // lane drops a failed job while the calling thread may still issue (as the orchestrator's).
+  std::shared_ptr<engine::QueuedCollective> queued = std::make_shared<engine::QueuedCollective>();
 };
 
 // The device-specific steps on the CPU: braid's engine completes the share's host half, a host
@@ -85,7 +87,7 @@ class CpuLaneSteps final : public LaneSteps {
       return fail(Result::InternalError, "rank %d: failure injected at step 'share'", comm_.rank());
     share_started.store(true);
     const auto t0 = std::chrono::steady_clock::now();
-    BRAID_TRY(comm_.complete(job.queued));
+    BRAID_TRY(comm_.complete(*job.queued));
     const double pcie_seconds = since(t0);
     done_->store(job.ledger.call, std::memory_order_release);
     if (!job.ledger.timed) return Result::Success;
@@ -158,14 +160,14 @@ class LaneRank {
     // the ranks' meeting never waits for this thread.
     if (const Result r = comm_.plan(c, send, recv, count, DataType::Int32, RedOp::Sum, 0,
                                     engine::BlockRange{job->ledger.dedicated_elements, job->ledger.pcie_elements},
-                                    &job->queued);
+                                    job->queued.get());
         r != Result::Success) {
       lane_->settle_at_once(std::move(job));
       return r;
     }
-    engine::QueuedCollective& queued = job->queued;
+    const std::shared_ptr<engine::QueuedCollective> queued = job->queued;
     lane_->submit(std::move(job));
-    if (const Result r = comm_.issue(queued); r != Result::Success) {
+    if (const Result r = comm_.issue(*queued); r != Result::Success) {
       // The lane's failure released the device work (an abort) as this call was queued: its cause.
       if (const Result f = lane_->failure(&text); r == Result::RemoteError && f != Result::Success)
         return fail(f, "an earlier split call failed: %s", text.c_str());
