@@ -23,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/lane_gate.h"
 #include "../engine/harness.h"
 #include "../support/log_capture.h"
 #include "../support/sanitizer_suppressions.h"
@@ -796,28 +795,6 @@ TEST(ProgressLaneAlone, TheWatchGivesUpOnADeviceStuckPastTwiceTheTimeout) {
   EXPECT_EQ(failed, Result::InternalError);
   EXPECT_NE(failure_text.find("has not passed braid's release of split call 1"), std::string::npos) << failure_text;
   EXPECT_NE(failure_text.find("released its streams"), std::string::npos) << failure_text;
-}
-
-// braid's own device-wide CUDA calls wait for the process's progress threads to have nothing in
-// hand (common/lane_gate.h): a held job counts until it finishes, and the wait is bounded.
-TEST(ProgressLaneAlone, AJobInHandHoldsBackBraidsDeviceWideCalls) {
-  HangGuard guard(60);
-  const long before = lanes_work_in_hand();
-  HeldLane held;
-  auto& [ledger, steps, lane] = held;
-  lane.submit(next_job(*ledger, 1 << 20));
-  EXPECT_EQ(lanes_work_in_hand(), before + 1);
-  const auto began = std::chrono::steady_clock::now();
-  EXPECT_FALSE(quiet_lanes("a test's device-wide call", 0.2));  // the job is held: it goes ahead
-  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(200));
-  std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    steps.gate_open.store(true);
-  });
-  EXPECT_TRUE(quiet_lanes("a test's device-wide call", 30.0));  // ends once the job does
-  opener.join();
-  EXPECT_EQ(lanes_work_in_hand(), before);
-  EXPECT_EQ(lane.wait_idle(), Result::Success);
 }
 
 // BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.
