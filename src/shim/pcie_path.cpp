@@ -324,7 +324,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
       return false;
     }
     // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
-    // staging, threads or NCCL communicator of its own), and every call goes to NCCL.
+    // staging or threads), and every call goes to NCCL.
     if (!path.admitted->any()) {
       path.attempted = true;
       BRAID_INFO(Init, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "

@@ -637,33 +637,6 @@ TEST(ProgressLaneAlone, AppliesSettledCallsInCallOrder) {
   EXPECT_EQ(lane.finished(), 2u);
 }
 
-// A call without a PCIe share whose NVLink share is braid's copy engines' still runs on the lane:
-// their meeting with the peers must not hold the calling thread. A failure there releases the
-// waiters like a PCIe share's.
-TEST(ProgressLaneAlone, ACopyEngineShareAloneRunsOnTheLane) {
-  HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  ProgressLane lane(&steps, ledger.get(), true);
-  auto alone = next_job(*ledger, 1000);
-  ASSERT_EQ(alone->ledger.pcie_elements, 0u);
-  alone->nvlink_on_lane = true;
-  ASSERT_TRUE(alone->runs_on_lane());
-  lane.submit(std::move(alone));
-  std::vector<uint64_t> order;
-  ASSERT_EQ(lane.apply_through(1, true, recorder(&order)), Result::Success) << last_error();
-  EXPECT_EQ(steps.shares_run.load(), 1);
-  EXPECT_NE(steps.share_thread.load(), std::this_thread::get_id());
-  steps.fail_call = 2;
-  auto failing = next_job(*ledger, 1000);
-  failing->nvlink_on_lane = true;
-  lane.submit(std::move(failing));
-  EXPECT_NE(lane.apply_through(2, true, recorder(&order)), Result::Success);
-  // The failure is recorded before the waiters are released: wait for the job to finish.
-  while (lane.finished() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(steps.releases.load(), 1);
-}
-
 // wait_idle() returns once every job handed over has finished, and not before: the calling thread
 // waits so before it maps a peer's new buffer (which may wait for the whole device).
 TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
