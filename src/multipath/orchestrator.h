@@ -184,8 +184,8 @@ class Orchestrator : private LaneSteps {
   std::shared_ptr<const NcclConfigCopy> app_config_;  // comm_'s, as the application gave it (null: unknown)
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
-  // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
-  // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
+  // NVLink's paths, behind one interface: braid's copy engines where BRAID_NVLINK_PATH made them;
+  // NCCL, which carries anything, on the caller's stream.
   std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
   std::atomic<bool> aborted_{false};
