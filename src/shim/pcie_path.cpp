@@ -110,8 +110,7 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path, 
   path.attempted = true;
   const RealNccl& real = real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
-  // The application's config of `comm` goes with it: braid's own communicator split from it inherits it.
-  const Result r = multipath::Orchestrator::create(comm, real, &made, state.config, &paths);
+  const Result r = multipath::Orchestrator::create(comm, real, &made, &paths);
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
                "collectives go to NCCL alone", state.cuda_device, last_error());
