@@ -11,12 +11,12 @@ ninja -C build-gpu braid-bench braid-plan reduce_bench api_collectives_threads_t
 rm -rf gpubundle && mkdir -p gpubundle/lib
 cp build-gpu/tools/braid-bench/braid-bench build-gpu/tools/braid-plan/braid-plan build-gpu/bench/reduce_bench build-gpu/tests/api/api_*_test \
   build-gpu/tests/shim/shim_multipath_gpu_test build-gpu/tests/shim/shim_group_gpu_test build-gpu/tests/shim/shim_argument_fuzz_gpu build-gpu/tests/shim/shim_mixed_buffers_gpu build-gpu/bench/nvlink_probe build-gpu/bench/peer_allreduce_probe build-gpu/bench/stream_wait_probe build-gpu/bench/host_cost_probe build-gpu/bench/host_time_probe build-gpu/bench/host_block_probe build-gpu/tests/cuda/cuda_peer_reduce_gpu_test build-gpu/tests/peer/peer_allocation_share_gpu_test gpubundle/
-cp build-gpu/src/shim/libbraid.so build-gpu/src/shim/libbraid-cuda-gate.so gpubundle/lib/
+cp build-gpu/src/shim/libbraid.so gpubundle/lib/
 # braid's NCCL net plugin (NCCL_NET_PLUGIN=braid finds it as libnccl-net-braid.so on the library path).
 cp build-gpu/src/net/libnccl-net-braid.so gpubundle/lib/
 # Its transport against a plain socket loop: NET_BENCH=gpubundle/net_bench bench/net/emulated_nics.sh.
 cp build-gpu/bench/net_bench gpubundle/
-strip gpubundle/net_bench gpubundle/braid-bench gpubundle/braid-plan gpubundle/reduce_bench gpubundle/api_* gpubundle/shim_* gpubundle/lib/libbraid.so gpubundle/lib/libbraid-cuda-gate.so gpubundle/lib/libnccl-net-braid.so
+strip gpubundle/net_bench gpubundle/braid-bench gpubundle/braid-plan gpubundle/reduce_bench gpubundle/api_* gpubundle/shim_* gpubundle/lib/libbraid.so gpubundle/lib/libnccl-net-braid.so
 for lib in libnuma.so.1 libhwy.so.1 libbenchmark.so.1debian; do cp -L "/usr/lib/x86_64-linux-gnu/$lib" gpubundle/lib/; done
 # iproute2 (ip, tc) for kernel-shaped emulated NICs (veth pairs in namespaces, tc tbf): the GPU
 # machine has network namespaces but no ip or tc. Wrappers in nettools/bin find their libraries.

@@ -2,8 +2,6 @@
 
 #include <string>
 
-#include "common/lane_gate.h"
-
 namespace braid::multipath {
 
 namespace {
@@ -88,8 +86,6 @@ Result NcclSharePath::strided_copied(const SplitCall& call, ShareRange range, cu
   const auto n = static_cast<size_t>(nranks_);
   if (part * n > scratch_bytes_) {
     // cudaFree and cudaMalloc wait for the device: no earlier share still uses the old buffer.
-    // Not while a progress thread has GPU work to queue (common/lane_gate.h).
-    quiet_lanes("multipath: growing NCCL's share scratch", kQuietLanesSeconds);
     if (scratch_ != nullptr) cudaFree(scratch_);
     scratch_ = nullptr;
     scratch_bytes_ = 0;

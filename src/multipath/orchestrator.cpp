@@ -52,13 +52,12 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
 }
 
 Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                            std::shared_ptr<const NcclConfigCopy> config, const PathsAdmitted* admitted) {
+                            const PathsAdmitted* admitted) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
-  o->app_config_ = std::move(config);
   // Without a PCIe share braid's engine serves the copy engines' meetings and signals only: no
   // staging, worker threads or device scratch.
   const bool host_path = admitted == nullptr || admitted->pcie_share_admitted();

@@ -34,7 +34,6 @@
 #include "common/result.h"
 #include "api/nccl_calls.h"
 #include "multipath/caller_profile.h"
-#include "multipath/nccl_config_copy.h"
 #include "multipath/paths_admitted.h"
 #include "engine/communicator.h"
 #include "multipath/progress_lane.h"
@@ -80,13 +79,11 @@ struct SplitRecord {
 // orchestrator gives it the GPU steps: the PCIe share on its stream, timing events, the completion word.
 class Orchestrator : private LaneSteps {
  public:
-  // Collective over the NCCL communicator's ranks (all call it at the same point). `config`: what
-  // the application configured `comm` with, which braid's own communicator split from it inherits
-  // (lane_comm_config.h); null: NCCL's defaults. `admitted`: the paths every rank agreed braid may
-  // use on `comm` (paths_admitted.h), so that braid makes only what they need; null: decided here,
-  // every path that the ranks' processes allow.
+  // Collective over the NCCL communicator's ranks (all call it at the same point). `admitted`: the
+  // paths every rank agreed braid may use on `comm` (paths_admitted.h), so that braid makes only
+  // what they need; null: decided here, every path that the ranks' processes allow.
   static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                       std::shared_ptr<const NcclConfigCopy> config = nullptr, const PathsAdmitted* admitted = nullptr);
+                       const PathsAdmitted* admitted = nullptr);
   ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
@@ -187,11 +184,10 @@ class Orchestrator : private LaneSteps {
 
   ncclComm_t comm_ = nullptr;
   api::NcclCalls nccl_;
-  std::shared_ptr<const NcclConfigCopy> app_config_;  // comm_'s, as the application gave it (null: unknown)
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
-  // The paths, behind one interface: NVLink's (braid's copy engines where BRAID_NVLINK_PATH made
-  // them; NCCL, which carries anything, on the caller's stream) and PCIe's.
+  // NVLink's paths, behind one interface: braid's copy engines where BRAID_NVLINK_PATH made them;
+  // NCCL, which carries anything, on the caller's stream.
   std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
   std::atomic<bool> aborted_{false};

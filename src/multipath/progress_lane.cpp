@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/thread_stacks.h"
 #include "multipath/lane_watch.h"
@@ -55,7 +54,6 @@ bool ProgressLane::submit(std::unique_ptr<LaneJob> job) {
     return false;
   }
   bool sleeping = false;
-  lane_work_began();  // ended in process(), whatever the outcome
   {
     std::lock_guard lock(jobs_mutex_);
     jobs_.push_back(std::move(job));
@@ -131,7 +129,6 @@ void ProgressLane::process(std::unique_ptr<LaneJob> job) {
     finished_.fetch_add(1, std::memory_order_release);
     publish(std::move(job), std::move(seconds));
   }
-  if (async_) lane_work_ended();
 }
 
 Result ProgressLane::apply_through(uint64_t call, bool beyond_lag, const Applied& applied) {

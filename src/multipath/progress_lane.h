@@ -1,9 +1,9 @@
 // The progress thread of one communicator's split calls, without CUDA (docs/MULTIPATH.md,
-// "The progress lane"): the calling thread hands each call's host-driven shares (braid's PCIe
-// share, and the copy engines' NVLink share, which meets the peers per call) to the lane and
-// returns; the lane's thread runs the shares one by one in call order (through LaneSteps, which
-// hold everything device-specific), collects every rank's times, and keeps the settled calls until
-// the calling thread applies them to the split ledger, in call order, with the ledger's lag.
+// "The progress lane"): the calling thread hands each call's host-driven share (braid's PCIe
+// share) to the lane and returns; the lane's thread runs the shares one by one in call order
+// (through LaneSteps, which hold everything device-specific), collects every rank's times, and
+// keeps the settled calls until the calling thread applies them to the split ledger, in call
+// order, with the ledger's lag.
 // A failure of any share is kept (the first, with its text), later calls fail with it, and what
 // waits on the lane is released; abort stops the lane's transfers on every rank.
 //
@@ -32,11 +32,8 @@ namespace braid::multipath {
 struct LaneJob {
   virtual ~LaneJob() = default;
   LedgerCall ledger;  // the call's number, its shares, whether it is timed
-  // Its NVLink share is one the lane's thread queues too (braid's copy engines with
-  // BRAID_NVLINK_ON_LANE: their per-call meeting with the peers then does not hold the caller).
-  bool nvlink_on_lane = false;
   // Whether the call has a share the lane's thread runs (otherwise it is settled at once).
-  bool runs_on_lane() const { return ledger.pcie_elements > 0 || nvlink_on_lane; }
+  bool runs_on_lane() const { return ledger.pcie_elements > 0; }
 };
 
 // The device- and path-specific steps the lane takes.

@@ -1,7 +1,8 @@
 // One way a share of a split collective travels. The orchestrator cuts each call into ranges of
-// elements of every block and hands each range to a path: NCCL, braid's NVLink copy-engine path,
-// braid's PCIe path today; NIC rails and GPU relays join by implementing this. NCCL's
-// `struct ncclTransport` and gloo's `transport::Pair` play the same part there.
+// elements of every block and hands each range to a path: NCCL or braid's NVLink copy-engine path
+// today (braid's PCIe share it drives itself, through engine::Communicator's plan, issue and
+// complete); NIC rails and GPU relays join by implementing this. NCCL's `struct ncclTransport` and
+// gloo's `transport::Pair` play the same part there.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,15 +33,14 @@ struct ShareCall {
 class SharePath {
  public:
   virtual ~SharePath() = default;
-  // For logs and traces: "nccl", "copy engines", "pcie".
+  // For logs and traces: "nccl", "copy engines".
   virtual const char* name() const = 0;
   // Whether it can carry a share of this collective with this operator at all.
   virtual bool carries(const ShareCall& share) const = 0;
   // Queues `range` of every block on `stream`, after the work already there; what is queued on
   // `stream` afterwards sees the share done. *carried false: nothing was queued (a buffer it cannot
   // reach), on every rank alike, and the caller gives the range to another path. Every rank calls
-  // it at the same point with the same range. A path that runs work on the host (PCIe) does it
-  // before returning: such paths are driven from the orchestrator's progress thread.
+  // it at the same point with the same range.
   virtual Result enqueue(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* carried) = 0;
 };
 

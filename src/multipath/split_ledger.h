@@ -62,7 +62,7 @@ class SplitLedger {
   const balance::SplitTable& table() const { return *table_; }
   void replace_table(std::unique_ptr<balance::SplitTable> table) { table_ = std::move(table); }
   // From the next call on, every call goes whole to the dedicated (NVLink) path, whatever the
-  // table says: where braid's PCIe share may not run (stream_queues.h). Every rank sets it alike.
+  // table says: where braid's PCIe share may not run (paths_admitted.h). Every rank sets it alike.
   void keep_to_dedicated_path() { dedicated_only_ = true; }
   bool dedicated_only() const { return dedicated_only_; }
 

@@ -17,7 +17,7 @@
 // AllReduce `read_done` also means "done writing the peers' outputs"). The host
 // never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
 // (CUDA IPC handles or cuMem allocation records where the peer is another process), on the
-// calling thread or, with BRAID_NVLINK_ON_LANE, on the orchestrator's progress thread.
+// calling thread.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/lane_gate.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/sizes.h"
@@ -297,8 +296,6 @@ Result RoutedPath::ensure_scratch(const std::vector<size_t>& bytes) {
   if (want > scratch_bytes_) {
     // Earlier exchanges may still relay through the old scratch.
     if (scratch_ != nullptr) r = cuda(cudaEventSynchronize(last_done_), "cudaEventSynchronize (scratch)");
-    // cudaFree and cudaMalloc wait for the device: not while a progress thread has work to queue.
-    if (r == Result::Success) quiet_lanes("routed exchange: growing the relay scratch", kQuietLanesSeconds);
     if (r == Result::Success && scratch_ != nullptr) cudaFree(scratch_), scratch_ = nullptr, scratch_bytes_ = 0;
     if (r == Result::Success) r = cuda(cudaMalloc(&scratch_, want), "cudaMalloc (relay scratch)");
     if (r == Result::Success) scratch_bytes_ = want;

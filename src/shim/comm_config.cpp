@@ -4,11 +4,6 @@
 
 namespace braid::shim {
 
-std::shared_ptr<const multipath::NcclConfigCopy> config_to_record(const ncclConfig_t* given, const CommState* parent) {
-  if (given != nullptr) return multipath::NcclConfigCopy::of(given);
-  return parent != nullptr ? parent->config : nullptr;
-}
-
 bool made_blocking(const ncclConfig_t* given, const CommState* parent, const char* env_blocking) {
   // NCCL reads the variable as an integer and uses it only at 0 or 1.
   if (env_blocking != nullptr && *env_blocking != '\0') {

@@ -11,10 +11,6 @@
 
 struct ncclComm;  // NCCL's opaque communicator; ncclComm_t is `ncclComm*`.
 
-namespace braid::multipath {
-class NcclConfigCopy;  // an application's ncclConfig_t, kept (multipath/nccl_config_copy.h)
-}
-
 namespace braid::shim {
 
 // braid's own PCIe path for a communicator (pcie_path.h).
@@ -30,9 +26,6 @@ struct CommState {
   std::shared_ptr<PciePath> pcie_path;  // null: everything goes to NCCL alone
   // ncclCommRevoke accepted: NCCL refuses every later collective (arguments.h).
   bool revoked = false;
-  // The config the application made it with (shim/comm_config.h), which the communicator braid
-  // splits from it inherits; null: NCCL's defaults.
-  std::shared_ptr<const multipath::NcclConfigCopy> config;
 
   bool complete() const { return rank >= 0 && nranks > 0 && cuda_device >= 0; }
 };

@@ -205,7 +205,6 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, MadeWi
       made_with.parent != nullptr ? braid::shim::comm_table().find(made_with.parent) : std::nullopt;
   const braid::shim::CommState* known_parent = parent ? &*parent : nullptr;
   state.blocking = braid::shim::made_blocking(made_with.config, known_parent, std::getenv("NCCL_COMM_BLOCKING"));
-  state.config = braid::shim::config_to_record(made_with.config, known_parent);
   state.cuda_device = device;
   if (braid::shim::this_thread_group().in_group()) {
     made_in_this_group().push_back(comm);

@@ -110,8 +110,7 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path, 
   path.attempted = true;
   const RealNccl& real = real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
-  // The application's config of `comm` goes with it: braid's own communicator split from it inherits it.
-  const Result r = multipath::Orchestrator::create(comm, real, &made, state.config, &paths);
+  const Result r = multipath::Orchestrator::create(comm, real, &made, &paths);
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
                "collectives go to NCCL alone", state.cuda_device, last_error());
@@ -324,7 +323,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
       return false;
     }
     // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
-    // staging, threads or NCCL communicator of its own), and every call goes to NCCL.
+    // staging or threads), and every call goes to NCCL.
     if (!path.admitted->any()) {
       path.attempted = true;
       BRAID_INFO(Init, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "

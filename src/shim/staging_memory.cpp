@@ -1,6 +1,5 @@
 #include "shim/staging_memory.h"
 
-#include "common/lane_gate.h"
 #include "common/log.h"
 
 namespace braid::shim {
@@ -18,8 +17,6 @@ StagingMemory::~StagingMemory() {
                bytes_);
     return;
   }
-  // cudaFree waits for the device: not while a progress thread has GPU work to queue.
-  quiet_lanes("multipath: freeing the staging memory", kQuietLanesSeconds);
   int previous = -1;
   cudaGetDevice(&previous);
   cudaSetDevice(device_);
@@ -36,9 +33,6 @@ Result StagingMemory::acquire(size_t bytes, cudaStream_t stream, void** memory) 
     if (cudaError_t e = cudaGetDevice(&device_); e != cudaSuccess) return staging_failure(e, "cudaGetDevice");
   }
   if (bytes > bytes_) {
-    // A large cudaMalloc may wait for the device: not while a progress thread has GPU work to queue
-    // (common/lane_gate.h).
-    quiet_lanes("multipath: growing the staging memory", kQuietLanesSeconds);
     void* larger = nullptr;
     if (cudaError_t e = cudaMalloc(&larger, bytes); e != cudaSuccess) return staging_failure(e, "cudaMalloc");
     if (memory_ != nullptr) retired_.push_back(memory_);

@@ -23,7 +23,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/lane_gate.h"
 #include "../engine/harness.h"
 #include "../support/log_capture.h"
 #include "../support/sanitizer_suppressions.h"
@@ -640,33 +639,6 @@ TEST(ProgressLaneAlone, AppliesSettledCallsInCallOrder) {
   EXPECT_EQ(lane.finished(), 2u);
 }
 
-// A call without a PCIe share whose NVLink share is braid's copy engines' still runs on the lane:
-// their meeting with the peers must not hold the calling thread. A failure there releases the
-// waiters like a PCIe share's.
-TEST(ProgressLaneAlone, ACopyEngineShareAloneRunsOnTheLane) {
-  HangGuard guard(60);
-  auto ledger = one_rank_ledger(4);
-  FakeSteps steps;
-  ProgressLane lane(&steps, ledger.get(), true);
-  auto alone = next_job(*ledger, 1000);
-  ASSERT_EQ(alone->ledger.pcie_elements, 0u);
-  alone->nvlink_on_lane = true;
-  ASSERT_TRUE(alone->runs_on_lane());
-  lane.submit(std::move(alone));
-  std::vector<uint64_t> order;
-  ASSERT_EQ(lane.apply_through(1, true, recorder(&order)), Result::Success) << last_error();
-  EXPECT_EQ(steps.shares_run.load(), 1);
-  EXPECT_NE(steps.share_thread.load(), std::this_thread::get_id());
-  steps.fail_call = 2;
-  auto failing = next_job(*ledger, 1000);
-  failing->nvlink_on_lane = true;
-  lane.submit(std::move(failing));
-  EXPECT_NE(lane.apply_through(2, true, recorder(&order)), Result::Success);
-  // The failure is recorded before the waiters are released: wait for the job to finish.
-  while (lane.finished() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(steps.releases.load(), 1);
-}
-
 // wait_idle() returns once every job handed over has finished, and not before: the calling thread
 // waits so before it maps a peer's new buffer (which may wait for the whole device).
 TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
@@ -798,28 +770,6 @@ TEST(ProgressLaneAlone, TheWatchGivesUpOnADeviceStuckPastTwiceTheTimeout) {
   EXPECT_EQ(failed, Result::InternalError);
   EXPECT_NE(failure_text.find("has not passed braid's release of split call 1"), std::string::npos) << failure_text;
   EXPECT_NE(failure_text.find("released its streams"), std::string::npos) << failure_text;
-}
-
-// braid's own device-wide CUDA calls wait for the process's progress threads to have nothing in
-// hand (common/lane_gate.h): a held job counts until it finishes, and the wait is bounded.
-TEST(ProgressLaneAlone, AJobInHandHoldsBackBraidsDeviceWideCalls) {
-  HangGuard guard(60);
-  const long before = lanes_work_in_hand();
-  HeldLane held;
-  auto& [ledger, steps, lane] = held;
-  lane.submit(next_job(*ledger, 1 << 20));
-  EXPECT_EQ(lanes_work_in_hand(), before + 1);
-  const auto began = std::chrono::steady_clock::now();
-  EXPECT_FALSE(quiet_lanes("a test's device-wide call", 0.2));  // the job is held: it goes ahead
-  EXPECT_GE(std::chrono::steady_clock::now() - began, std::chrono::milliseconds(200));
-  std::thread opener([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    steps.gate_open.store(true);
-  });
-  EXPECT_TRUE(quiet_lanes("a test's device-wide call", 30.0));  // ends once the job does
-  opener.join();
-  EXPECT_EQ(lanes_work_in_hand(), before);
-  EXPECT_EQ(lane.wait_idle(), Result::Success);
 }
 
 // BRAID_ASYNC=0: no thread; the share runs on the calling thread before submit returns.

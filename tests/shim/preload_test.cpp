@@ -58,17 +58,4 @@ TEST(ShimPreload, LeavesTheApplicationsModuleLoadingAlone) {
   EXPECT_EQ(run("env CUDA_MODULE_LOADING=EAGER " + preload + "printenv CUDA_MODULE_LOADING"), "EAGER\n");
 }
 
-// The CUDA gate interposes the application's runtime calls only where braid's progress thread may
-// queue GPU work at all: a process that loads modules eagerly. Elsewhere nothing of it is loaded.
-TEST(ShimPreload, LoadsTheCudaGateOnlyWhereTheProcessLoadsModulesEagerly) {
-  const std::string preload = "LD_PRELOAD=" BRAID_SHIM_LIBRARY_PATH " ";
-  const std::string gate_mapped = "sh -c 'grep -c braid-cuda-gate /proc/$$/maps || true'";
-  EXPECT_EQ(run("env -u CUDA_MODULE_LOADING -u BRAID_CUDA_GATE " + preload + gate_mapped), "0\n");
-  EXPECT_EQ(run("env -u BRAID_CUDA_GATE CUDA_MODULE_LOADING=LAZY " + preload + gate_mapped), "0\n");
-  EXPECT_NE(run("env -u BRAID_CUDA_GATE CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
-  EXPECT_EQ(run("env BRAID_CUDA_GATE=0 CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
-  EXPECT_NE(run("env -u CUDA_MODULE_LOADING BRAID_CUDA_GATE=1 " + preload + gate_mapped), "0\n");
-  EXPECT_EQ(run("env -u BRAID_CUDA_GATE BRAID_DISABLE=1 CUDA_MODULE_LOADING=EAGER " + preload + gate_mapped), "0\n");
-}
-
 }  // namespace
