@@ -18,7 +18,6 @@
 #include "check.h"
 #include "common/sizes.h"
 #include "common/types.h"
-#include "cuda/module_loading.h"
 #include "interference.h"
 #include "measure.h"
 #include "noise.h"
@@ -446,8 +445,5 @@ int run(int argc, char** argv) {
 }  // namespace braid::bench
 
 int main(int argc, char** argv) {
-  // Before any CUDA call, as the drop-in does as it loads: braid's PCIe share runs only where CUDA
-  // loads modules eagerly (cuda/module_loading.h).
-  braid::cuda::ask_for_eager_module_loading();
   return braid::bench::run(argc, argv);
 }
