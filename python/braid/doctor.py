@@ -5,7 +5,7 @@ the drop-in runs), the settings and braid's own reading of each value set from t
 layer (braid-plan --show-settings: no second parser here), /dev/shm against what braid's set-up
 allocates there and the braid files in it (braid-plan --show-shm), the PCIe
 ceiling from braid-bench --ceiling-only, the real NCCL as the drop-in finds it (nccl.py). When
-braid will split is said from the rules of src/shim/pcie_path.cpp and src/multipath/orchestrator.cpp
+braid will split is said from the rules of src/shim/braid_part.cpp and src/multipath/orchestrator.cpp
 (split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
 """
 
@@ -26,7 +26,7 @@ from braid.sizes import format_size
 SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
 # What braid's own NVLink path (copy engines, CUDA IPC) carries; the rest leave NVLink to NCCL.
 NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
-# Why a call of a splittable collective and size still goes to NCCL alone (src/shim/pcie_path.cpp).
+# Why a call of a splittable collective and size still goes to NCCL alone (src/shim/braid_part.cpp).
 ALWAYS_TO_NCCL = [
     "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; "
     "BRAID_SPLIT_GROUPS (auto: AllReduce/AllGather groups from 256 MiB, two ranks) holds such groups back and "
@@ -240,7 +240,7 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
 
 def exchange_line(table: List[dict]) -> str:
     """What happens to alltoall, gather, scatter and send/recv: not split, but routed where
-    BRAID_ROUTE_EXCHANGES asks (src/shim/pcie_path.cpp, src/shim/grouped_p2p.cpp; docs/ROUTING.md)."""
+    BRAID_ROUTE_EXCHANGES asks (src/shim/braid_part.cpp, src/shim/grouped_p2p.cpp; docs/ROUTING.md)."""
     mode = int(_setting(table, "BRAID_ROUTE_EXCHANGES"))
     if mode == 0:
         return ("alltoall, gather, scatter, send/recv: never split; NCCL carries them. BRAID_ROUTE_EXCHANGES=1 "

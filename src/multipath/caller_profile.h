@@ -18,7 +18,7 @@ class CallerProfile {
  public:
   using Clock = std::chrono::steady_clock;
   // A split call's steps on the calling thread, in order.
-  // kShim: braid's checks before the split (shim/pcie_path.cpp). A call whose split gave braid's
+  // kShim: braid's checks before the split (shim/braid_part.cpp). A call whose split gave braid's
   // paths nothing goes from kPrepare to kNccl (NCCL's whole call) and kHandOn (settled at once).
   enum Phase : int { kShim, kScope, kSettle, kPrepare, kFork, kNccl, kHandOn, kJoin, kPhases };
 

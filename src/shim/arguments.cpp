@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "shim/comm_table.h"
-#include "shim/pcie_path.h"
+#include "shim/braid_part.h"
 #include "shim/real_nccl.h"
 
 namespace braid::shim {

@@ -7,7 +7,7 @@
 // PreMulSum operator used with another data type). NCCL 2.28.9 checks no buffer pointers and no
 // sizes unless NCCL_CHECK_POINTERS=1, and then through cudaPointerGetAttributes: those checks, and
 // the others that need the GPU, stay NCCL's; braid only declines to split calls that would fail
-// them (pcie_path.h), so NCCL alone answers such calls as it does without braid.
+// them (braid_part.h), so NCCL alone answers such calls as it does without braid.
 #pragma once
 
 #include <nccl.h>

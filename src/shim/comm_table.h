@@ -13,8 +13,8 @@ struct ncclComm;  // NCCL's opaque communicator; ncclComm_t is `ncclComm*`.
 
 namespace braid::shim {
 
-// braid's own PCIe path for a communicator (pcie_path.h).
-struct PciePath;
+// braid's part of a communicator (braid_part.h).
+struct BraidPart;
 
 struct CommState {
   int rank = -1;         // -1: not known yet (non-blocking init still in progress)
@@ -23,7 +23,7 @@ struct CommState {
   // A non-blocking communicator (ncclConfig_t::blocking = 0) answers collectives with
   // ncclInProgress and completes them later; braid does not split on one (NCCL alone).
   bool blocking = true;
-  std::shared_ptr<PciePath> pcie_path;  // null: everything goes to NCCL alone
+  std::shared_ptr<BraidPart> braid_part;  // null: everything goes to NCCL alone
   // ncclCommRevoke accepted: NCCL refuses every later collective (arguments.h).
   bool revoked = false;
 

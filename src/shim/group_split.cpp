@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/log.h"
-#include "shim/pcie_path.h"
+#include "shim/braid_part.h"
 
 namespace braid::shim {
 

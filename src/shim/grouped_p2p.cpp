@@ -8,7 +8,7 @@
 #include "common/sizes.h"
 #include "shim/group_split.h"
 #include "shim/group_state.h"
-#include "shim/pcie_path.h"
+#include "shim/braid_part.h"
 #include "shim/real_nccl.h"
 
 namespace braid::shim {
@@ -25,10 +25,10 @@ size_t board_words(int nranks) { return kHeadWords + size_t(nranks) * route::kSu
 bool routing_groups() { return settings().route_exchanges > 0; }
 
 // The communicator's braid state when it has a board that is still on.
-std::shared_ptr<PciePath> boarded(ncclComm_t comm) {
+std::shared_ptr<BraidPart> boarded(ncclComm_t comm) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->blocking || state->revoked) return nullptr;
-  return state->pcie_path;
+  if (!state || !state->braid_part || !state->blocking || state->revoked) return nullptr;
+  return state->braid_part;
 }
 
 // The held calls to NCCL in a group of their own (after the outermost group ended).
@@ -42,7 +42,7 @@ ncclResult_t give_to_nccl(std::vector<HeldPeerCall>& held) {
 }
 
 // Says once per communicator why its groups go to NCCL from now on.
-void turned_off(PciePath& path, int rank, const char* why) {
+void turned_off(BraidPart& path, int rank, const char* why) {
   BRAID_INFO(Coll, "routed exchange: rank %d: %s; this communicator's send/recv groups go to NCCL from now on (board %s)",
              rank, why, path.board ? path.board->name().c_str() : "-");
 }
@@ -55,14 +55,14 @@ std::vector<HeldPeerCall>& this_thread_held_p2p() {
 }
 
 void name_board(const CommState& state, std::span<const unsigned char> identity) {
-  if (identity.empty() || !state.pcie_path) return;
-  std::lock_guard lock(state.pcie_path->mutex);
-  state.pcie_path->board_id = engine::board_id(identity);
+  if (identity.empty() || !state.braid_part) return;
+  std::lock_guard lock(state.braid_part->mutex);
+  state.braid_part->board_id = engine::board_id(identity);
 }
 
 void open_board(ncclComm_t comm, const CommState& state) {
-  if (!routing_groups() || !state.pcie_path) return;
-  PciePath& path = *state.pcie_path;
+  if (!routing_groups() || !state.braid_part) return;
+  BraidPart& path = *state.braid_part;
   std::lock_guard lock(path.mutex);
   if (path.board) return;
   // Why there is none, said at the communicator's first send/recv group (hold_p2p).
@@ -95,8 +95,8 @@ void open_board(ncclComm_t comm, const CommState& state) {
 
 std::vector<unsigned char> split_identity(ncclComm_t parent, int color) {
   const auto state = comm_table().find(parent);
-  if (!state || !state->pcie_path) return {};
-  PciePath& path = *state->pcie_path;
+  if (!state || !state->braid_part) return {};
+  BraidPart& path = *state->braid_part;
   std::lock_guard lock(path.mutex);
   const uint64_t split = path.splits++;
   if (!path.board_id) return {};
@@ -117,8 +117,8 @@ bool hold_p2p(ncclComm_t comm, const route::PeerCall& call, cudaStream_t stream,
   // NCCL already: deferring() is then false).
   if (!group.deferring() || !this_thread_held().empty() || (!held.empty() && held.front().comm != comm)) return false;
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || state->revoked || state->nranks == 1) return false;
-  PciePath& path = *state->pcie_path;
+  if (!state || !state->braid_part || state->revoked || state->nranks == 1) return false;
+  BraidPart& path = *state->braid_part;
   {
     std::lock_guard lock(path.mutex);
     if (!state->blocking || !path.board) {
@@ -135,7 +135,7 @@ bool hold_p2p(ncclComm_t comm, const route::PeerCall& call, cudaStream_t stream,
 
 void bypass_board(ncclComm_t comm) {
   if (!routing_groups()) return;
-  const std::shared_ptr<PciePath> path = boarded(comm);
+  const std::shared_ptr<BraidPart> path = boarded(comm);
   if (!path) return;
   std::lock_guard lock(path->mutex);
   if (!path->board || path->board->off()) return;
@@ -159,8 +159,8 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
   if (held.empty()) return ncclSuccess;
   const ncclComm_t comm = held.front().comm;
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return give_to_nccl(held);
-  PciePath& path = *state->pcie_path;
+  if (!state || !state->braid_part) return give_to_nccl(held);
+  BraidPart& path = *state->braid_part;
   std::unique_lock lock(path.mutex);
   if (!path.board || path.board->off()) {
     lock.unlock();

@@ -1,5 +1,5 @@
 // The NCCL API as libbraid.so exports it. Large AllReduce, AllGather, ReduceScatter, Broadcast
-// and Reduce calls are split across NCCL and braid's PCIe path (pcie_path.h); with
+// and Reduce calls are split across NCCL and braid's PCIe path (braid_part.h); with
 // BRAID_ROUTE_EXCHANGES, large ncclAlltoAll, ncclGather and ncclScatter calls run through braid's
 // routed exchange (peer/routed_path.h); every other call goes to the real NCCL's `pnccl*` entry
 // point. braid records what splitting needs: the communicators (comm_table), the calling thread's group
@@ -26,7 +26,7 @@
 #include "shim/group_split.h"
 #include "shim/group_state.h"
 #include "shim/grouped_p2p.h"
-#include "shim/pcie_path.h"
+#include "shim/braid_part.h"
 #include "shim/real_nccl.h"
 
 #define BRAID_EXPORT [[gnu::visibility("default")]]
@@ -211,7 +211,7 @@ void remember(ncclResult_t result, ncclComm_t comm, int rank, int nranks, MadeWi
   } else if (result == ncclSuccess) {
     state = query_state(comm, state);
   }
-  state.pcie_path = std::make_shared<braid::shim::PciePath>();
+  state.braid_part = std::make_shared<braid::shim::BraidPart>();
   braid::shim::name_board(state, identity);
   braid::shim::comm_table().insert(comm, state);
   log_known(comm, state);
@@ -226,12 +226,12 @@ std::span<const unsigned char> id_bytes(const ncclUniqueId* ids, int count) {
 // braid's part of a communicator the application destroys or aborts, taken out of the table
 // before NCCL frees the handle (once freed, another thread's init may get the same address).
 // Its waits are stopped first when aborting, or when it failed (its peers may be gone).
-std::shared_ptr<braid::shim::PciePath> detach(ncclComm_t comm, bool abort) {
+std::shared_ptr<braid::shim::BraidPart> detach(ncclComm_t comm, bool abort) {
   if (!braid_enabled() || comm == nullptr) return nullptr;
   auto state = braid::shim::comm_table().take(comm);
-  if (!state || !state->pcie_path) return nullptr;
-  if (abort || state->pcie_path->failure.load() != ncclSuccess) braid::shim::abort_pcie_path(*state->pcie_path);
-  return std::move(state->pcie_path);
+  if (!state || !state->braid_part) return nullptr;
+  if (abort || state->braid_part->failure.load() != ncclSuccess) braid::shim::abort_braid_part(*state->braid_part);
+  return std::move(state->braid_part);
 }
 
 // ncclCommDestroy and ncclCommAbort: braid's state goes after NCCL's, since NCCL's abort ends its
@@ -546,7 +546,7 @@ BRAID_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* a
     if (braid_enabled() && result == ncclSuccess && asyncError != nullptr && *asyncError == ncclSuccess) {
       // NCCL's own error first; else braid's share's, which NCCL cannot know of.
       std::string text;
-      const ncclResult_t failure = braid::shim::pcie_path_failure(comm, &text);
+      const ncclResult_t failure = braid::shim::braid_part_failure(comm, &text);
       if (failure != ncclSuccess) {
         braid::fail(static_cast<braid::Result>(failure), "%s", text.c_str());
         t_braid_error_latest = true;
@@ -583,7 +583,7 @@ BRAID_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar
     if (braid_enabled() && result == ncclSuccess && op != nullptr) {
       // Every operator NCCL made is remembered: the argument checks must know which values are live,
       // whatever type or scalar NCCL accepted; braid remakes on its side only those it can
-      // (pcie_path.h), when it first splits a call that uses one.
+      // (braid_part.h), when it first splits a call that uses one.
       braid::multipath::PreMulSumSpec spec;
       spec.type = datatype;
       spec.residence = residence;

@@ -23,7 +23,7 @@ TEST(CommTable, InsertFindErase) {
   EXPECT_EQ(one->rank, 2);
   EXPECT_EQ(one->nranks, 4);
   EXPECT_EQ(one->cuda_device, 3);
-  EXPECT_EQ(one->pcie_path, nullptr);
+  EXPECT_EQ(one->braid_part, nullptr);
   EXPECT_TRUE(one->complete());
   EXPECT_EQ(table.size(), 2u);
   EXPECT_TRUE(table.erase(fake_comm(1)));

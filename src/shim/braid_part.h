@@ -1,6 +1,8 @@
-// A communicator's PCIe path as the drop-in sees it: the orchestrator, made at the first
-// collective worth splitting (collectively: every rank reaches that same call), and the PreMulSum
-// operators the application made on the NCCL communicator, which braid remakes on its own side.
+// braid's part of one NCCL communicator, as the drop-in holds it: the orchestrator of its split
+// calls, made at the first collective worth splitting (collectively: every rank reaches that same
+// call), the paths the ranks admitted, the staging for buffers braid's paths cannot take, the
+// routed exchange and send/recv board, the PreMulSum operators the application made (which braid
+// remakes on its own side) and the first failure.
 #pragma once
 
 #include <nccl.h>
@@ -21,7 +23,7 @@
 
 namespace braid::shim {
 
-struct PciePath {
+struct BraidPart {
   // A rank's buffers staged through device memory (staged_call.h). First, so that it goes last,
   // after the orchestrator whose share may use it.
   StagingMemory staging;
@@ -82,7 +84,7 @@ enum class RouteDecline : uint32_t {
   PathDeclined = 1u << 8,     // the routed path queued nothing (RoutedPath::declined)
 };
 // Says at INFO (Coll) why an exchange on `comm` went to NCCL, the first time `why` happens on it.
-[[gnu::format(printf, 5, 6)]] void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why,
+[[gnu::format(printf, 5, 6)]] void say_declined(ncclComm_t comm, BraidPart& path, int rank, RouteDecline why,
                                                 const char* fmt, ...);
 
 // Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
@@ -115,11 +117,11 @@ void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
 // none (never made, or destroyed) or braid does not know the communicator.
 std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op);
 // Before NCCL aborts the communicator: stops braid's waits on every rank within a second.
-void abort_pcie_path(PciePath& path);
+void abort_braid_part(BraidPart& path);
 // Destroys braid's part of a communicator, waiting at most BRAID_ABORT_TIMEOUT: its streams may
 // be stuck behind a dead peer's work, so past the bound it finishes on a thread of its own.
-void release_bounded(std::shared_ptr<PciePath> path, const char* api);
+void release_bounded(std::shared_ptr<BraidPart> path, const char* api);
 // The failure braid's share met on this communicator, with its text (Success: none).
-ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text);
+ncclResult_t braid_part_failure(ncclComm_t comm, std::string* text);
 
 }  // namespace braid::shim

@@ -1,4 +1,4 @@
-#include "shim/pcie_path.h"
+#include "shim/braid_part.h"
 
 #include <cuda_runtime.h>
 
@@ -106,7 +106,7 @@ bool remakeable(const multipath::PreMulSumSpec& spec) {
           (spec.residence == ncclScalarDevice && spec.device_pointer != nullptr));
 }
 
-void make_orchestrator(ncclComm_t comm, const CommState& state, PciePath& path, const multipath::PathsAdmitted& paths) {
+void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path, const multipath::PathsAdmitted& paths) {
   path.attempted = true;
   const RealNccl& real = real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
@@ -149,7 +149,7 @@ namespace {
 std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::SplitCall& call) {
   if (!multipath::splittable(call.collective) || !datatype_valid(static_cast<int>(call.type))) return std::nullopt;
   auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path || !state->complete() || state->nranks < 2 || !state->blocking ||
+  if (!state || !state->braid_part || !state->complete() || state->nranks < 2 || !state->blocking ||
       state->revoked || !multipath::message_bytes_fit(call, state->nranks))
     return std::nullopt;
   return state;
@@ -176,7 +176,7 @@ BufferFit buffer_fit(const void* buffer, int device) {
 
 // Only the buffers the call uses at this rank must fit (multipath::buffers_used); braid's path
 // checks every buffer it is given that is not null.
-BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
   const multipath::BuffersUsed uses = multipath::buffers_used(call, state.rank);
   const auto fit = [&](const void* buffer, bool used) {
     if (buffer == nullptr) return used ? BufferFit::Unusable : BufferFit::Usable;
@@ -194,7 +194,7 @@ BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, 
 
 // taskAppend refuses FP8 reductions below sm90 (NCCL asks the communicator's oldest GPU; braid
 // knows its own, the same on the machines it targets).
-bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
   const bool fp8 = call.type == ncclFloat8e4m3 || call.type == ncclFloat8e5m2;
   if (!fp8 || !collective_reduces(call.collective)) return true;
   if (path.compute_major < 0) {
@@ -213,7 +213,7 @@ bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& 
 // split it later, and before the exchange that makes the path. A call failing it goes to NCCL
 // alone, which refuses it (NCCL_CHECK_POINTERS=1, FP8 below sm90, an asynchronous error of the
 // communicator) or runs it, exactly as without braid; Staged: its buffers must be staged.
-BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, PciePath& path) {
+BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
   const RealNccl& real = real_nccl();
   ncclResult_t async = ncclSuccess;
   // ncclInProgress is no error (NCCL may still be connecting); a rank that read it as one would
@@ -227,7 +227,7 @@ BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, co
 
 // The split call on staged buffers (staged_call.h): a rank whose buffers braid's path cannot take
 // still splits as its peers do. Not under capture: there such calls go to NCCL as before.
-ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state, PciePath& path, cudaStream_t stream,
+ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state, BraidPart& path, cudaStream_t stream,
                         multipath::CallerProfile::Clock::time_point entered) {
   static std::once_flag said;
   std::call_once(said, [&] {
@@ -249,15 +249,15 @@ void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
   if (settings().split_trace.empty()) return;
   const auto state = splitting_state(comm, call);
   if (!state) return;
-  std::lock_guard lock(state->pcie_path->mutex);
-  multipath::Orchestrator* o = state->pcie_path->orchestrator.get();
+  std::lock_guard lock(state->braid_part->mutex);
+  multipath::Orchestrator* o = state->braid_part->orchestrator.get();
   if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
 }
 
 // Whether a call moves a communicator without braid's part on towards it: the first of 1 MiB or
 // more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
 // of them takes makes it (every rank at the same call, as every rank makes the same calls).
-bool may_make_part(const PciePath& path, Collective collective, size_t bytes) {
+bool may_make_part(const BraidPart& path, Collective collective, size_t bytes) {
   if (path.admitted) return multipath::takes(*path.admitted, path.thresholds, collective, bytes);
   const size_t agree_from = settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
   return bytes >= agree_from;
@@ -279,7 +279,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   const auto entered = multipath::CallerProfile::Clock::now();
   const auto state = splitting_state(comm, call);
   if (!state) return false;
-  PciePath& path = *state->pcie_path;
+  BraidPart& path = *state->braid_part;
   std::lock_guard lock(path.mutex);
   const bool first = !path.attempted;
   const size_t bytes = multipath::message_bytes(call, state->nranks);
@@ -375,7 +375,7 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
       (state->nranks != 2 || (call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
        multipath::message_bytes(call, state->nranks) < byte_threshold(settings().split_groups_min_bytes)))
     return false;
-  PciePath& path = *state->pcie_path;
+  BraidPart& path = *state->braid_part;
   {
     std::lock_guard lock(path.mutex);
     if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
@@ -390,30 +390,30 @@ bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStre
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return;
-  std::lock_guard lock(state->pcie_path->mutex);
-  state->pcie_path->premulsum[op] = spec;
-  if (state->pcie_path->orchestrator && remakeable(spec)) state->pcie_path->orchestrator->add_premulsum(op, spec);
+  if (!state || !state->braid_part) return;
+  std::lock_guard lock(state->braid_part->mutex);
+  state->braid_part->premulsum[op] = spec;
+  if (state->braid_part->orchestrator && remakeable(spec)) state->braid_part->orchestrator->add_premulsum(op, spec);
 }
 
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return;
-  std::lock_guard lock(state->pcie_path->mutex);
-  state->pcie_path->premulsum.erase(op);
-  if (state->pcie_path->orchestrator) state->pcie_path->orchestrator->remove_premulsum(op);
+  if (!state || !state->braid_part) return;
+  std::lock_guard lock(state->braid_part->mutex);
+  state->braid_part->premulsum.erase(op);
+  if (state->braid_part->orchestrator) state->braid_part->orchestrator->remove_premulsum(op);
 }
 
 std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return std::nullopt;
-  std::lock_guard lock(state->pcie_path->mutex);
-  const auto found = state->pcie_path->premulsum.find(op);
-  if (found == state->pcie_path->premulsum.end()) return std::nullopt;
+  if (!state || !state->braid_part) return std::nullopt;
+  std::lock_guard lock(state->braid_part->mutex);
+  const auto found = state->braid_part->premulsum.find(op);
+  if (found == state->braid_part->premulsum.end()) return std::nullopt;
   return found->second.type;
 }
 
-void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why, const char* fmt, ...) {
+void say_declined(ncclComm_t comm, BraidPart& path, int rank, RouteDecline why, const char* fmt, ...) {
   const auto bit = static_cast<uint32_t>(why);
   if ((path.declines_said.fetch_or(bit) & bit) != 0 || !log_enabled(LogLevel::Info, LogSubsys::Coll)) return;
   char text[320];
@@ -425,7 +425,7 @@ void say_declined(ncclComm_t comm, PciePath& path, int rank, RouteDecline why, c
              static_cast<void*>(comm), text);
 }
 
-void abort_pcie_path(PciePath& path) {
+void abort_braid_part(BraidPart& path) {
   path.staging.leave();
   if (multipath::Orchestrator* o = path.live.load()) o->abort();
   if (peer::RoutedPath* routed = path.routed_live.load()) routed->abort();
@@ -453,8 +453,8 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   if (!routable(call.operation) || settings().route_exchanges <= 0) return false;
   if (!datatype_valid(static_cast<int>(call.datatype))) return false;
   auto state = comm_table().find(call.comm);
-  if (!state || !state->pcie_path || state->revoked || state->nranks == 1) return false;
-  PciePath& path = *state->pcie_path;
+  if (!state || !state->braid_part || state->revoked || state->nranks == 1) return false;
+  BraidPart& path = *state->braid_part;
   const char* name = operation_name(call.operation);
   if (this_thread_group().in_group()) {
     say_declined(call.comm, path, state->rank, RouteDecline::InGroup,
@@ -515,7 +515,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   return true;
 }
 
-void release_bounded(std::shared_ptr<PciePath> path, const char* api) {
+void release_bounded(std::shared_ptr<BraidPart> path, const char* api) {
   if (!path) return;
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
@@ -534,10 +534,10 @@ void release_bounded(std::shared_ptr<PciePath> path, const char* api) {
                "finishes in the background", api, settings().abort_timeout);
 }
 
-ncclResult_t pcie_path_failure(ncclComm_t comm, std::string* text) {
+ncclResult_t braid_part_failure(ncclComm_t comm, std::string* text) {
   const auto state = comm_table().find(comm);
-  if (!state || !state->pcie_path) return ncclSuccess;
-  PciePath& path = *state->pcie_path;
+  if (!state || !state->braid_part) return ncclSuccess;
+  BraidPart& path = *state->braid_part;
   const auto failure = static_cast<ncclResult_t>(path.failure.load());
   if (failure != ncclSuccess) {
     std::lock_guard lock(path.failure_mutex);
