@@ -35,7 +35,7 @@ ALWAYS_TO_NCCL = [
     "from BRAID_NVLINK_GRAPH_MIN_BYTES): a replay cannot repeat braid's host-driven PCIe share",
     "on a non-blocking communicator, one with an asynchronous error, or one with a single rank",
     "buffers that are not device (or managed) memory of the communicator's GPU",
-    "FP8 reductions on GPUs below sm90, and PreMulSum operators braid cannot remake",
+    "FP8 reductions on GPUs below sm90, and PreMulSum operators (each rank may bring its own scalar)",
 ]
 
 
@@ -91,6 +91,9 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
     if ranks < 2:
         return [SplitRule(c, None, None, "fewer than 2 GPUs: nothing to split") for c in SPLIT_COLLECTIVES]
     min_bytes = int(_setting(table, "BRAID_SPLIT_MIN_BYTES"))
+    # The PCIe share where it was measured to pay (multipath/paths_admitted.cpp): not at more than
+    # two ranks on NVLink unless the user sets the split size.
+    pcie = not (nvlink and ranks > 2 and min_bytes <= 0)
     if min_bytes <= 0:
         # Auto (orchestrator.cpp): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
         # up to about 64 MB; without NVLink, HyLink's S_min.
@@ -101,14 +104,20 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
     # AllReduce's NVLink path has a threshold of its own (Orchestrator::copy_engines_take).
     path_min = {"all_gather": int(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES")),
                 "all_reduce": int(_setting(table, "BRAID_NVLINK_ALLREDUCE_MIN_BYTES"))}
+    no_pcie = ("more than two GPUs on NVLink: braid's PCIe share was measured not to pay there (0.99-1.00x "
+               "NCCL on 4x H200); BRAID_SPLIT_MIN_BYTES turns it on")
     rules = []
     for c in SPLIT_COLLECTIVES:
         rides = own_nvlink and c in NVLINK_PATH_COLLECTIVES
-        rules.append(SplitRule(c, min_bytes, path_min[c] if rides else None))
+        rules.append(SplitRule(c, min_bytes if pcie else None, path_min[c] if rides else None,
+                               "" if pcie else no_pcie))
     return rules
 
 
 def describe_rule(rule: SplitRule) -> str:
+    if rule.pcie_from is None and rule.nvlink_path_from is not None:
+        return (f"{rule.collective:15s} from {format_size(rule.nvlink_path_from):>5s}: braid's copy-engine path "
+                f"alone; no PCIe share: {rule.why_not}")
     if rule.pcie_from is None:
         return f"{rule.collective:15s} never split: {rule.why_not}"
     text = f"{rule.collective:15s} from {format_size(rule.pcie_from):>5s}: NVLink share"

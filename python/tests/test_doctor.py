@@ -48,12 +48,16 @@ def test_settings_move_the_thresholds_and_paths(settings_table):
     assert forced.nvlink_path_from == 16 * MiB
 
 
-def test_own_nvlink_path_by_default_on_two_ranks_only(settings_table):
+def test_own_paths_by_default_on_two_ranks_only(settings_table):
     table = with_values(settings_table)
-    assert rules(table, ranks=4)["all_gather"].nvlink_path_from is None  # NCCL's kernels won at 4
-    assert rules(table, ranks=4)["all_gather"].pcie_from == 128 * MiB
+    four = rules(table, ranks=4)["all_gather"]
+    assert four.nvlink_path_from is None  # NCCL's kernels won at 4
+    assert four.pcie_from is None and "measured not to pay" in doctor.describe_rule(four)
+    assert rules(with_values(settings_table, split_min_bytes=64 * MiB), ranks=4)["all_gather"].pcie_from == 64 * MiB
+    assert rules(table, nvlink=False, ranks=4)["all_gather"].pcie_from == 1 * MiB  # HyLink's machines
     forced = rules(with_values(settings_table, nvlink_path="copy"), ranks=4)["all_gather"]
-    assert forced.nvlink_path_from == 16 * MiB
+    assert forced.nvlink_path_from == 16 * MiB and forced.pcie_from is None
+    assert "copy-engine path alone" in doctor.describe_rule(forced)
 
 
 def test_disabled_or_single_gpu_never_splits_and_says_why(settings_table):
