@@ -137,6 +137,9 @@ struct Comm {
   std::map<uint64_t, Request*> posted;  // receive: seq -> request
   std::atomic<uint32_t> remote_idle{~0u};
   std::atomic<int> error{0};            // a Result; sticky
+  // Threads inside a read into a receive buffer: a failure is reported only once none is, so that
+  // no byte lands in a buffer the caller may free on hearing of it.
+  std::atomic<int> buffer_readers{0};
   std::atomic<int> dead_streams{0};
   uint32_t rotate = 0;
   ChoiceDamper damper;                  // under mu
@@ -525,7 +528,16 @@ bool TcpTransport::State::progress_recv(Stream* s, int64_t now) {
     }
     const PieceHeader& h = s->header;
     if (s->payload_got < h.bytes) {
+      // Announced before the error is looked at again (both sequentially consistent), so that
+      // test() either sees this read and waits for it, or this read sees the failure and stops.
+      c->buffer_readers.fetch_add(1);
+      if (c->error.load()) {
+        c->buffer_readers.fetch_sub(1);
+        stream_dead(s);
+        return moved;
+      }
       long r = read_some(s->fd, s->target->data + h.offset + s->payload_got, h.bytes - s->payload_got);
+      c->buffer_readers.fetch_sub(1);
       if (r == 0) return moved;
       if (r < 0) {
         BRAID_NET_WARN("NIC %d: the peer's connection broke inside a message", s->nic);
@@ -1192,7 +1204,11 @@ Result TcpTransport::test(Request* req, bool* done, size_t* bytes) {
     return complete;
   };
   if (finished()) return Result::Success;
-  if (int e = c->error.load()) return fail(Result(e), "%s: the connection failed", req->is_send ? "send" : "receive");
+  if (int e = c->error.load()) {
+    // No thread writes into a receive buffer any more once the caller hears of the failure.
+    while (c->buffer_readers.load() != 0) std::this_thread::yield();
+    return fail(Result(e), "%s: the connection failed", req->is_send ? "send" : "receive");
+  }
   s_->help(c);
   // A send to a peer that is gone fails on the socket (EPIPE, ECONNRESET) and sets the error
   // above; one whose bytes all went out before the peer closed has completed. A receive from a
