@@ -41,13 +41,19 @@ bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collect
   return false;
 }
 
+PathsAdmitted made_at(const PathsAdmitted& paths, const PathThresholds& thresholds, size_t bytes) {
+  PathsAdmitted made = paths;
+  if (made.pcie_share_admitted() && bytes < thresholds.pcie_share) made.pcie_share = PathRefusal::FirstCallSmall;
+  return made;
+}
+
 std::array<int32_t, 2> encode(const PathsAdmitted& paths) {
   return {static_cast<int32_t>(paths.copy_engines), static_cast<int32_t>(paths.pcie_share)};
 }
 
 PathsAdmitted decode(const std::array<int32_t, 2>& words) {
   const auto refusal = [](int32_t w) {
-    return w < 0 || w > static_cast<int32_t>(PathRefusal::NoGainMeasured) ? PathRefusal::OneRank : static_cast<PathRefusal>(w);
+    return w < 0 || w > static_cast<int32_t>(PathRefusal::FirstCallSmall) ? PathRefusal::OneRank : static_cast<PathRefusal>(w);
   };
   return PathsAdmitted{.copy_engines = refusal(words[0]), .pcie_share = refusal(words[1])};
 }
@@ -61,6 +67,9 @@ std::string_view refusal_text(PathRefusal why) {
       return "more than two ranks (at four, braid's copy engines lost to NCCL's kernels; BRAID_NVLINK_PATH=copy "
              "forces them)";
     case PathRefusal::NoNvlink: return "the GPUs share no NVLink";
+    case PathRefusal::FirstCallSmall:
+      return "the first call braid took was below the PCIe share's size (its engine's pinned staging, scratch and "
+             "threads are paid only where its first call uses them; BRAID_SPLIT_MIN_BYTES lowers the size)";
     case PathRefusal::NoGainMeasured:
       return "more than two ranks on NVLink (on 4x H200 the PCIe share settled at 0-4% of the bytes for 0.99-1.00x "
              "NCCL; BRAID_SPLIT_MIN_BYTES turns it on)";

@@ -333,6 +333,7 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
     // braid makes its part at the first call one of its paths takes, every rank at the same call.
     if (!multipath::takes(*path.admitted, path.thresholds, call.collective, bytes)) return false;
     path.attempted = true;
+    path.admitted = multipath::made_at(*path.admitted, path.thresholds, bytes);
     make_orchestrator(comm, *state, path, *path.admitted);
     if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
   } else if (fit == BufferFit::Unusable || (fit == BufferFit::Staged && capturing)) {

@@ -78,6 +78,26 @@ TEST(PathsAdmitted, TheEncodedWordsCombineByTheirMaximumAsNcclsMaxAllReduceDoes)
   EXPECT_FALSE(decode({-1, 99}).any());
 }
 
+TEST(PathsAdmitted, ThePcieShareIsMadeOnlyWhereTheCallThatMakesBraidsPartUsesIt) {
+  const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines_gather = 16u << 20,
+                                  .copy_engines_reduce = 128u << 20};
+  const PathsAdmitted both = admit_paths({.nranks = 2, .nvlink = true});
+  constexpr size_t MiB = size_t{1} << 20;
+  // FSDP's first all_gather of 16 MB: the copy engines alone, nothing pinned.
+  const PathsAdmitted small = made_at(both, thresholds, 16 * MiB);
+  EXPECT_TRUE(small.copy_engines_admitted());
+  EXPECT_EQ(small.pcie_share, PathRefusal::FirstCallSmall);
+  EXPECT_NE(describe(small).find("first call braid took"), std::string::npos);
+  // DDP's first 256 MB bucket: both.
+  const PathsAdmitted large = made_at(both, thresholds, 256 * MiB);
+  EXPECT_TRUE(large.copy_engines_admitted() && large.pcie_share_admitted());
+  // A refusal already there stays (its reason is the one said).
+  const PathsAdmitted four = admit_paths({.nranks = 4, .nvlink = true});
+  EXPECT_EQ(made_at(four, thresholds, 16 * MiB).pcie_share, PathRefusal::NoGainMeasured);
+  // The new code survives the agreement's words.
+  EXPECT_EQ(decode(encode(small)).pcie_share, PathRefusal::FirstCallSmall);
+}
+
 TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldTake) {
   const PathThresholds thresholds{.pcie_share = 128u << 20, .copy_engines_gather = 16u << 20,
                                   .copy_engines_reduce = 128u << 20};
