@@ -110,8 +110,11 @@ void long_stream(int lanes) {
   EXPECT_NE(h.a->stats(h.p.send).bytes_on_nic[1], 0u);
   // A send buffer is the sender's until its own test() says done, which may come after the
   // receiver has every byte (AddressSanitizer caught `out` freed while sendmsg still held it).
-  for (Request* r : rs)
-    if (r) EXPECT_EQ(wait(*h.a, r), Result::Success);
+  for (Request* r : rs) {
+    if (r) {
+      EXPECT_EQ(wait(*h.a, r), Result::Success);
+    }
+  }
 }
 
 TEST(NetTransport, LongStreamReusesRequestsWithoutLosingMessages) { long_stream(1); }
