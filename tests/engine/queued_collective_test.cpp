@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -88,6 +89,18 @@ std::vector<int32_t> expected(int k, int rank, int nranks) {
   return out;
 }
 
+// The host half of `queued`, in order, on a thread marked host-only as braid's progress thread is:
+// the CPU backend refuses any device work from it.
+Result complete_on_host_only_thread(engine::Communicator& comm, std::span<engine::QueuedCollective> queued) {
+  Result done = Result::Success;
+  std::thread host([&] {
+    device::mark_host_only_thread();
+    for (size_t k = 0; k < queued.size() && done == Result::Success; ++k) done = comm.complete(queued[k]);
+  });
+  host.join();
+  return done;
+}
+
 class EngineQueued : public ::testing::TestWithParam<std::tuple<test::Mode, int>> {};
 
 TEST_P(EngineQueued, CallsQueuedAheadCompleteExactlyOnAHostOnlyThread) {
@@ -108,13 +121,7 @@ TEST_P(EngineQueued, CallsQueuedAheadCompleteExactlyOnAHostOnlyThread) {
       BRAID_TRY(comm.queue(c.collective, send[k].data(), recv[k].data(), kCount, DataType::Int32, c.op, c.root, c.range,
                            &queued[k]));
     }
-    Result completed = Result::Success;
-    std::thread host([&] {
-      device::mark_host_only_thread();
-      for (int k = 0; k < n && completed == Result::Success; ++k) completed = comm.complete(queued[k]);
-    });
-    host.join();
-    BRAID_TRY(completed);
+    BRAID_TRY(complete_on_host_only_thread(comm, queued));
     for (int k = 0; k < n; ++k)
       std::memcpy(out + per_call * static_cast<size_t>(k), recv[k].data(), recv[k].size() * sizeof(int32_t));
     return Result::Success;
@@ -161,13 +168,7 @@ TEST(EngineQueuedRules, InPlaceCallsAreExact) {
                          DataType::Int32, RedOp::Sum, 0, engine::BlockRange{}, &q[1]));
     BRAID_TRY(comm.queue(Collective::ReduceScatter, rs.data(), rs.data() + static_cast<size_t>(rank) * kCount, kCount,
                          DataType::Int32, RedOp::Sum, 0, engine::BlockRange{}, &q[2]));
-    Result done = Result::Success;
-    std::thread host([&] {
-      device::mark_host_only_thread();
-      for (int k = 0; k < 3 && done == Result::Success; ++k) done = comm.complete(q[k]);
-    });
-    host.join();
-    BRAID_TRY(done);
+    BRAID_TRY(complete_on_host_only_thread(comm, q));
     auto* o = reinterpret_cast<int32_t*>(out);
     std::memcpy(o, ar.data(), kCount * sizeof(int32_t));
     std::memcpy(o + n, ag.data(), n * sizeof(int32_t));
@@ -208,13 +209,7 @@ TEST(EngineQueuedRules, FloatAvgIsExactAndPreMulSumIsRefused) {
       return fail(Result::InternalError, "PreMulSum was queued");
     BRAID_TRY(comm.queue(Collective::AllReduce, x.data(), x.data(), kCount, DataType::Float32, RedOp::Avg, 0,
                          engine::BlockRange{}, &q));
-    Result done = Result::Success;
-    std::thread host([&] {
-      device::mark_host_only_thread();
-      done = comm.complete(q);
-    });
-    host.join();
-    BRAID_TRY(done);
+    BRAID_TRY(complete_on_host_only_thread(comm, std::span<engine::QueuedCollective>(&q, 1)));
     std::memcpy(out, x.data(), kCount * sizeof(float));
     return Result::Success;
   });
