@@ -16,14 +16,6 @@
 namespace braid::cuda {
 
 namespace {
-// device/host_only_thread.h: braid's progress threads never queue GPU work.
-Result refuse_host_only_thread() {
-  if (!device::on_host_only_thread()) return Result::Success;
-  return fail(Result::InternalError, "device work queued from a host-only thread (braid's progress thread)");
-}
-}  // namespace
-
-namespace {
 
 // Host registrations are process-wide, but ranks that are threads of one process share the
 // engine's segments (mapped once per process): count registrations so the second rank reuses the
@@ -145,7 +137,7 @@ Result CudaBackend::check_driver(int e, const char* what) {
 Result CudaBackend::select_device() { return check(cudaSetDevice(device_), "cudaSetDevice"); }
 
 Result CudaBackend::stream_of(int queue, cudaStream_t* out) {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   if (queue < 0 || queue >= num_queues()) return fail(Result::InternalError, "no queue %d", queue);
   BRAID_TRY(select_device());
@@ -204,7 +196,7 @@ Result CudaBackend::wait(int queue, device::Signal until) {
 }
 
 Result CudaBackend::raise_on_stream(cudaStream_t s, device::Signal signal) {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   return signal_after(s, signal);
 }
@@ -216,7 +208,7 @@ Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
 
 Result CudaBackend::raise_and_wait_on_stream(cudaStream_t s, device::Signal raise,
                                              std::span<const device::Signal> waits) {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   std::vector<CUstreamBatchMemOpParams> ops;
   ops.reserve(waits.size() + 1);
@@ -254,7 +246,7 @@ Result CudaBackend::wait_for_bits_on_stream(cudaStream_t s, std::atomic<uint64_t
 
 Result CudaBackend::wait_value_on_stream(cudaStream_t s, std::atomic<uint64_t>* counter, uint64_t value,
                                          unsigned flags, const char* what) {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   unsigned long long addr = 0;
   BRAID_TRY(counter_address(counter, &addr));
@@ -342,7 +334,7 @@ Result CudaBackend::unregister_host(void* ptr) {
 }
 
 Result CudaBackend::begin_collective() {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   BRAID_TRY(select_device());
   BRAID_TRY(check(cudaEventRecord(user_ready_, user_stream_), "cudaEventRecord (user stream)"));
   for (cudaStream_t s : streams_) BRAID_TRY(check(cudaStreamWaitEvent(s, user_ready_, 0), "cudaStreamWaitEvent"));
@@ -350,7 +342,7 @@ Result CudaBackend::begin_collective() {
 }
 
 Result CudaBackend::end_collective() {
-  BRAID_TRY(refuse_host_only_thread());
+  BRAID_TRY(device::refuse_on_host_only_thread());
   BRAID_TRY(select_device());
   for (size_t q = 0; q < streams_.size(); ++q) {
     BRAID_TRY(check(cudaEventRecord(queue_done_[q], streams_[q]), "cudaEventRecord (queue)"));

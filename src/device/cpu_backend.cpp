@@ -90,8 +90,7 @@ Result CpuBackend::unregister_host(void* ptr) {
 }
 
 Result CpuBackend::enqueue(int queue, Op op) {
-  if (on_host_only_thread())
-    return fail(Result::InternalError, "device work queued from a host-only thread (braid's progress thread)");
+  BRAID_TRY(refuse_on_host_only_thread());
   if (queue < 0 || queue >= num_queues())
     return fail(Result::InvalidArgument, "device queue %d out of range (0..%d)", queue,
                 num_queues() - 1);

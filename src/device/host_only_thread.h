@@ -6,6 +6,8 @@
 // marked thread, so a breach is an error in tests (the CPU backend) and never a hang.
 #pragma once
 
+#include "common/result.h"
+
 namespace braid::device {
 
 namespace detail {
@@ -15,5 +17,11 @@ inline thread_local bool host_only_thread = false;
 // Marks the calling thread for its lifetime.
 inline void mark_host_only_thread() { detail::host_only_thread = true; }
 inline bool on_host_only_thread() { return detail::host_only_thread; }
+
+// What a backend answers device work from a marked thread (Success elsewhere).
+inline Result refuse_on_host_only_thread() {
+  if (!on_host_only_thread()) return Result::Success;
+  return fail(Result::InternalError, "device work queued from a host-only thread (braid's progress thread)");
+}
 
 }  // namespace braid::device
