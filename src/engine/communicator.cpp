@@ -812,13 +812,17 @@ Result Communicator::issue(QueuedCollective& q) {
   }
   const Result r = issue_runs(q);
   if (r != Result::Success) {
-    // The peers' queued operations wait for this rank's: every rank stops.
-    uint64_t none = 0;
-    control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
-    backend_->abort();
-    record_failed(r, last_error());
+    stop_every_rank(r);  // the peers' queued operations wait for this rank's
   }
   return r;
+}
+
+void Communicator::stop_every_rank(Result r) {
+  const std::string text = last_error();
+  uint64_t none = 0;
+  control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
+  backend_->abort();
+  record_failed(r, text);
 }
 
 Result Communicator::complete(QueuedCollective& q, std::function<void()> on_look) {
@@ -830,12 +834,7 @@ Result Communicator::complete(QueuedCollective& q, std::function<void()> on_look
   Result r = meet(q, ctx, &in_place_flags);
   if (r == Result::Success) r = run_host_part(q, ctx);
   if (r != Result::Success) {
-    // The device operations queued for this call wait on signals that will not come: released.
-    const std::string text = last_error();
-    uint64_t none = 0;
-    control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
-    backend_->abort();
-    record_failed(r, text);
+    stop_every_rank(r);  // the device operations queued for this call wait on signals that will not come
   }
   return r;
 }

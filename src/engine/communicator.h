@@ -250,6 +250,9 @@ class Communicator {
   Result failed_ = Result::Success;
   std::string failed_text_;
   void record_failed(Result r, const std::string& text);
+  // This rank's failure `r` (last_error() its text) in a split collective: the abort word raised
+  // naming this rank, the backend's queued waits released, the communicator unusable.
+  void stop_every_rank(Result r);
   Result check_usable() const;  // fails with the recorded failure, if any
   // Schedules of generated programs, per (collective, root, in-place flags, size class, type).
   std::map<std::string, std::unique_ptr<Schedule>> cache_;
