@@ -230,12 +230,8 @@ static ShareCall share_of(const SplitCall& call) {
 }
 
 bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
-  return copy_engines_ != nullptr && !copy_engines_off_ && copy_engines_->carries(share_of(call));
+  return copy_engines_ != nullptr && copy_engines_->carries(share_of(call));
 }
-
-void Orchestrator::add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec) { premulsum_[op] = spec; }
-
-void Orchestrator::remove_premulsum(ncclRedOp_t op) { premulsum_.erase(op); }
 
 // ---- the calling thread ----
 
@@ -262,12 +258,6 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
     r.caller_seconds = caller.nvlink.caller_seconds;
   }
   r.next_pcie_share = next_share;
-  if (r.copy_refused && !copy_engines_off_) {
-    copy_engines_off_ = true;
-    BRAID_INFO(Balance, "multipath: call %llu: a rank's buffer is null or cannot be shared through CUDA IPC; braid's "
-               "PCIe path carried its NVLink share, and from here NCCL carries them",
-               static_cast<unsigned long long>(r.call));
-  }
   if (!seconds.empty()) {
     // A timed call: the slowest rank's time of each path.
     r.timed = true;
@@ -280,7 +270,7 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f, caller %.1f us",
              std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
-             r.copy_refused ? "refused: pcie" : r.copy_deferred ? "deferred: pcie" : r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
+             r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
              r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
   trace(r);
   if (keep_history_) history_.push_back(r);

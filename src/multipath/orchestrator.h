@@ -44,7 +44,8 @@
 
 namespace braid::multipath {
 
-// A PreMulSum operator the application made on the NCCL communicator, as braid must remake it.
+// A PreMulSum operator the application made on the NCCL communicator, as the drop-in records it
+// for its argument checks (braid's paths leave PreMulSum calls to NCCL).
 struct PreMulSumSpec {
   ncclDataType_t type = ncclFloat32;
   ncclScalarResidence_t residence = ncclScalarHostImmediate;
@@ -67,12 +68,6 @@ struct SplitRecord {
   // This rank's calling thread inside the call (its host time): what braid made the application
   // wait, the NVLink path's per-call meeting with its peers included.
   double caller_seconds = 0;
-  // Some rank's buffer could not be shared with its peers: braid's PCIe path carried the NVLink
-  // share too, and from the call that applies this one NCCL carries such shares.
-  bool copy_refused = false;
-  // Some rank had first to map a peer's new buffer (or grow its scratch), which its calling
-  // thread does before its next split call: braid's PCIe path carried the NVLink share this time.
-  bool copy_deferred = false;
 };
 
 // The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
@@ -122,8 +117,6 @@ class Orchestrator : private LaneSteps {
   // thread may ask (ncclCommGetAsyncError).
   Result failure(std::string* text) const;
 
-  void add_premulsum(ncclRedOp_t op, const PreMulSumSpec& spec);
-  void remove_premulsum(ncclRedOp_t op);
 
   // The splits settled so far (kept when asked for: tools and tests; drain() first for all of them).
   const std::vector<SplitRecord>& history() const { return history_; }
@@ -191,14 +184,10 @@ class Orchestrator : private LaneSteps {
   std::unique_ptr<PeerSharePath> copy_engines_;
   std::unique_ptr<SharePath> nccl_path_;
   std::atomic<bool> aborted_{false};
-  // The calling thread's, set when a call the copy engines refused is applied (in call order, so
-  // at the same call on every rank): NCCL carries the NVLink shares from then on.
-  bool copy_engines_off_ = false;
   bool copy_refused_logged_ = false;
   bool said_pcie_share_ = false;  // the INFO line of the first call with a PCIe share
-  // The calling thread's: the table, the calls made, the operators, what was settled.
+  // The calling thread's: the table, the calls made, what was settled.
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
-  std::map<ncclRedOp_t, PreMulSumSpec> premulsum_;
   bool keep_history_ = false;
   std::vector<SplitRecord> history_;
   std::FILE* trace_ = nullptr;

@@ -97,15 +97,6 @@ Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath
   return Result::Success;
 }
 
-// An operator braid can remake on its side. NCCL's ncclRedOpCreatePreMulSum accepts any type,
-// any residence (all but host-immediate mean a pointer) and a null scalar pointer; it refuses such
-// operators only where they are used, and braid leaves those calls to it.
-bool remakeable(const multipath::PreMulSumSpec& spec) {
-  return datatype_valid(static_cast<int>(spec.type)) &&
-         (spec.residence == ncclScalarHostImmediate ||
-          (spec.residence == ncclScalarDevice && spec.device_pointer != nullptr));
-}
-
 void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path, const multipath::PathsAdmitted& paths) {
   path.attempted = true;
   const RealNccl& real = real_nccl();
@@ -120,8 +111,6 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path,
                  "collectives go to NCCL alone");
     return;
   }
-  for (const auto& [op, spec] : path.premulsum)
-    if (remakeable(spec)) made->add_premulsum(op, spec);
   path.orchestrator = std::move(made);
   path.live.store(path.orchestrator.get());
 }
@@ -394,7 +383,6 @@ void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMul
   if (!state || !state->braid_part) return;
   std::lock_guard lock(state->braid_part->mutex);
   state->braid_part->premulsum[op] = spec;
-  if (state->braid_part->orchestrator && remakeable(spec)) state->braid_part->orchestrator->add_premulsum(op, spec);
 }
 
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
@@ -402,7 +390,6 @@ void forget_premulsum(ncclComm_t comm, ncclRedOp_t op) {
   if (!state || !state->braid_part) return;
   std::lock_guard lock(state->braid_part->mutex);
   state->braid_part->premulsum.erase(op);
-  if (state->braid_part->orchestrator) state->braid_part->orchestrator->remove_premulsum(op);
 }
 
 std::optional<ncclDataType_t> live_premulsum_type(ncclComm_t comm, ncclRedOp_t op) {

@@ -37,7 +37,7 @@ struct BraidPart {
   multipath::PathThresholds thresholds;
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
-  // checks need them all; the orchestrator gets those braid can remake (remakeable()).
+  // checks need them all (braid's paths leave PreMulSum calls to NCCL).
   std::map<ncclRedOp_t, multipath::PreMulSumSpec> premulsum;
   // The first failure of braid's share on this communicator (ncclCommGetAsyncError reports it).
   // Its own lock: the watchdog thread asks while a collective may hold `mutex` for long.
@@ -109,8 +109,8 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
 // such calls to NCCL.
 bool captured(cudaStream_t stream);
 
-// Bookkeeping the orchestrator and the argument checks need from the rest of the API: every
-// operator NCCL made, whatever its type and scalar.
+// Bookkeeping the argument checks need from the rest of the API: every operator NCCL made,
+// whatever its type and scalar.
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec);
 void forget_premulsum(ncclComm_t comm, ncclRedOp_t op);
 // The data type a live PreMulSum operator of the communicator was made for; nullopt when `op` is

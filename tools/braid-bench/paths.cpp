@@ -79,13 +79,8 @@ void BraidPath::prepare(DataType type) {
   std::vector<ncclRedOp_t> ops(comms_.size());
   for (size_t r = 0; r < comms_.size(); ++r) {
     if (multipath()) {
-      // As the drop-in does: NCCL makes the operator, the orchestrator learns its scalar.
+      // As the drop-in does: NCCL makes the operator, and NCCL alone carries its calls.
       BENCH_NCCL(ncclRedOpCreatePreMulSum(&ops[r], scalar, nccl_type(type), ncclScalarHostImmediate, nccl_comms_[r]));
-      multipath::PreMulSumSpec spec;
-      spec.type = nccl_type(type);
-      spec.residence = ncclScalarHostImmediate;
-      std::memcpy(spec.host_value, scalar, sizeof spec.host_value);
-      orchestrators_[r]->add_premulsum(ops[r], spec);
       continue;
     }
     BENCH_BRAID(braidRedOpCreatePreMulSum(&ops[r], scalar, nccl_type(type), ncclScalarHostImmediate, comms_[r]),
