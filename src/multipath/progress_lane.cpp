@@ -1,14 +1,13 @@
 #include "multipath/progress_lane.h"
 
-#include "device/host_only_thread.h"
-#include <string>
-#include "common/settings.h"
-
 #include <chrono>
 #include <cstdio>
+#include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/thread_stacks.h"
+#include "device/host_only_thread.h"
 #include "multipath/lane_watch.h"
 
 namespace braid::multipath {
@@ -81,7 +80,6 @@ void ProgressLane::loop() {
   // thread queues every device operation (device/host_only_thread.h).
   device::mark_host_only_thread();
   name_this_thread("braid-lane");
-  steps_->on_thread_start();
   uint64_t taken = 0;
   for (;;) {
     // Between calls of a burst (a backward pass) the thread spins briefly, so that queueing a job

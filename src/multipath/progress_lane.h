@@ -40,8 +40,6 @@ struct LaneJob {
 class LaneSteps {
  public:
   virtual ~LaneSteps() = default;
-  // On the lane's thread, before its first job (the GPU's orchestrator selects its device).
-  virtual void on_thread_start() {}
   // Runs the job's share to its end, on the lane's thread (on the caller's with async off), and
   // fills *seconds with every rank's per-path times, rank-major, for a timed call (the ranks meet
   // for it), or leaves it empty (the ledger then learns nothing from the call).
