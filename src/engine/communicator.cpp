@@ -449,9 +449,9 @@ Result Communicator::report_failure(Collective c, const RunFailure& f, double wa
   if (backend_->status(&backend_text) != Result::Success && f.outcome == WaitOutcome::Done &&
       abort_reason(h->abort.load()) == AbortReason::LocalError && abort_culprit(h->abort.load()) == rank_)
     text += ": " + backend_text;
+  record_failed(Result::RemoteError, text);  // before the backend refuses work (stop_every_rank says why)
   backend_->abort();
   if (pool_) pool_->drop_pending();
-  record_failed(Result::RemoteError, text);
   return fail(Result::RemoteError, "%s", text.c_str());
 }
 
@@ -730,8 +730,8 @@ Result Communicator::issue_runs(QueuedCollective& q) {
   std::atomic<uint64_t>* go = &rank_records(control_.data())[rank_].device_go;
   for (size_t i = 0; r == Result::Success && i < q.runs.size(); ++i)
     r = executor_->issue(*q.schedule, q.runs[i].args, go, &q.runs[i].issued);
-  q.issue_state.store(r == Result::Success ? kIssued : kIssueFailed,
-                      std::memory_order_release);
+  // A failure is published by the caller, once it is recorded (issue()).
+  if (r == Result::Success) q.issue_state.store(kIssued, std::memory_order_release);
   return r;
 }
 
@@ -780,7 +780,7 @@ Result Communicator::collective(Collective c, const void* send, void* recv, size
   std::vector<bool> in_place_flags;
   BRAID_TRY(meet(q, ctx, &in_place_flags));
   BRAID_TRY(plan_runs(q, in_place_flags, program));
-  BRAID_TRY(issue_runs(q));
+  BRAID_TRY(issue(q));
   BRAID_TRY(run_host_part(q, ctx));
   return backend_->end_collective();
 }
@@ -810,19 +810,27 @@ Result Communicator::issue(QueuedCollective& q) {
     q.issue_state.store(kIssued, std::memory_order_release);
     return Result::Success;
   }
-  const Result r = issue_runs(q);
-  if (r != Result::Success) {
+  Result r = issue_runs(q);
+  if (r == Result::Success) return r;
+  // Until this failure is published nothing can have recorded it, so a failure recorded now came
+  // first (a backend refusing work once the progress thread stopped every rank is its symptom):
+  // the caller is told that cause.
+  const Result earlier = check_usable();
+  if (earlier != Result::Success) {
+    r = earlier;
+  } else {
     stop_every_rank(r);  // the peers' queued operations wait for this rank's
   }
+  q.issue_state.store(kIssueFailed, std::memory_order_release);
   return r;
 }
 
 void Communicator::stop_every_rank(Result r) {
-  const std::string text = last_error();
+  // Recorded before the backend refuses work, so that a caller refused sees the cause.
+  record_failed(r, last_error());
   uint64_t none = 0;
   control_header(control_.data())->abort.compare_exchange_strong(none, abort_word(AbortReason::LocalError, rank_));
   backend_->abort();
-  record_failed(r, text);
 }
 
 Result Communicator::complete(QueuedCollective& q, std::function<void()> on_look) {

@@ -291,13 +291,6 @@ Result Executor::issue(const Schedule& schedule, const RunArgs& args, std::atomi
       result = dev.raise(device::kQueueCompute, {config_.finish, issued->finish_target});
     }
   }
-  if (result != Result::Success) {
-    // What was queued waits for signals that will not all come: every rank stops.
-    auto* word = const_cast<std::atomic<uint64_t>*>(config_.abort_word);
-    uint64_t expected = 0;
-    if (word != nullptr) word->compare_exchange_strong(expected, abort_word(AbortReason::LocalError, rank));
-    dev.abort();
-  }
   return result;
 }
 

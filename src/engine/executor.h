@@ -88,7 +88,9 @@ class Executor {
 
   // Queues the rank's device instructions of `schedule` for one piece, each queue first waiting
   // until `go` reaches args.seq (nothing of the run may touch staging before the ranks met), and
-  // the scaling of PreMulSum / integer Avg outputs after them. Host work only: no waits.
+  // the scaling of PreMulSum / integer Avg outputs after them. Host work only: no waits. On a
+  // failure the caller stops every rank (what was queued waits for signals that will not all come),
+  // once it has recorded why.
   // PreMulSum's device-side scalars are args.scalars as the caller knows them then.
   Result issue(const Schedule& schedule, const RunArgs& args, std::atomic<uint64_t>* go, IssuedRun* issued);
   // Runs the rank's host instructions of the issued piece and waits for every write of the rank.

@@ -3,15 +3,18 @@
 // on the ranks' meeting, and a host-only thread (device/host_only_thread.h) completes them in order.
 // Checked exactly against a reference written here for every splittable collective on ranges of
 // every block, with integer Avg and float Avg (whose device-side scaling happens before the
-// meeting); and the rules: a host-only thread cannot queue device work, PreMulSum cannot be queued.
+// meeting); and the rules: a host-only thread cannot queue device work, PreMulSum cannot be queued,
+// a call queued after the host half failed is told that failure.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "common/settings.h"
 #include "device/host_only_thread.h"
 #include "harness.h"
 
@@ -267,6 +270,37 @@ TEST(EngineQueuedRules, TheHostHalfMayStartBeforeTheDeviceWorkIsQueued) {
     }
     EXPECT_EQ(wrong, 0u) << "rank " << r;
   }
+}
+
+// Rank 1's host half fails (its meeting) and stops every rank before its device work is queued:
+// the backend then refuses that work, and the caller is told the failure, not the refusal.
+TEST(EngineQueuedRules, WorkQueuedAfterTheHostHalfFailedIsToldWhy) {
+  setenv("BRAID_FAULT", "barrier@1", 1);
+  settings_reload();
+  const topo::Topology topology = test::load_test_topology();
+  constexpr size_t kText = 256;
+  const auto outcomes = test::run_ranks(test::Mode::Threads, 2, topology, kText, [&](engine::Communicator& comm, int rank,
+                                                                                     unsigned char* out) {
+    std::vector<int32_t> x(kCount, 1);
+    engine::QueuedCollective q;
+    BRAID_TRY(comm.plan(Collective::AllReduce, x.data(), x.data(), kCount, DataType::Int32, RedOp::Sum, 0,
+                        engine::BlockRange{0, kCount}, &q));
+    Result done = Result::Success;
+    std::thread host([&] {
+      device::mark_host_only_thread();
+      done = comm.complete(q);
+    });
+    host.join();
+    const Result issued = comm.issue(q);
+    std::snprintf(reinterpret_cast<char*>(out), kText, "%s", last_error());
+    if (rank == 1 && done == Result::Success) return fail(Result::InternalError, "the injected failure did not fail");
+    return issued == Result::Success ? fail(Result::InternalError, "queued after the failure") : Result::Success;
+  });
+  unsetenv("BRAID_FAULT");
+  settings_reload();
+  for (const auto& o : outcomes) EXPECT_EQ(o.result, Result::Success) << o.error;
+  const std::string told(reinterpret_cast<const char*>(outcomes[1].output.data()));
+  EXPECT_NE(told.find("failure injected at step 'barrier'"), std::string::npos) << told;
 }
 
 TEST(EngineQueuedRules, AHostOnlyThreadCannotQueueDeviceWork) {
