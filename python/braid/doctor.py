@@ -26,7 +26,8 @@ from braid.sizes import format_size
 SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
 # What braid's own NVLink path (copy engines, CUDA IPC) carries; the rest leave NVLink to NCCL.
 NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
-# Why a call of a splittable collective and size still goes to NCCL alone (src/shim/braid_part.cpp).
+# Why a call of a splittable collective and size still goes to NCCL alone (multipath::admit's
+# reasons, src/multipath/admission.cpp).
 ALWAYS_TO_NCCL = [
     "inside an NCCL group (ncclGroupStart/End): NCCL launches at the outermost ncclGroupEnd; "
     "BRAID_SPLIT_GROUPS (auto: AllReduce/AllGather groups from 256 MiB, two ranks) holds such groups back and "

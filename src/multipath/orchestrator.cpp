@@ -196,14 +196,7 @@ Orchestrator::~Orchestrator() {
   if (trace_ != nullptr) std::fclose(trace_);
 }
 
-bool Orchestrator::wants(const SplitCall& call) const {
-  // After a failure of braid's share, calls still come here and fail (never a silent fallback).
-  if (!splittable(call.collective)) return false;
-  if (!datatype_valid(static_cast<int>(call.type))) return false;
-  // PreMulSum: each rank may bring its own scalar, which braid's share would need on the GPU before
-  // the ranks meet, where the calling thread queues it; and a device-resident scalar is read as the
-  // call runs. NCCL alone carries it.
-  if (call.op >= ncclNumOps && collective_reduces(call.collective)) return false;
+bool Orchestrator::takes(const SplitCall& call) const {
   if (copy_engines_take(call)) return true;
   return message_bytes(call, nranks_) >= ledger_->table().split_min_bytes();
 }

@@ -88,9 +88,10 @@ class Orchestrator : private LaneSteps {
   // Split calls made so far (SplitRecord::call of the latest).
   uint64_t calls() const;
 
-  // Whether `call` is split (otherwise the caller gives it to NCCL alone).
-  bool wants(const SplitCall& call) const;
-  // Writes a call braid wants but gives to NCCL alone, and why, to the split trace
+  // Whether one of the paths takes a call of this collective and size (the rest of the decision
+  // is multipath::admit's, which the shim asks).
+  bool takes(const SplitCall& call) const;
+  // Writes a call braid's paths take but that went to NCCL alone, and why, to the split trace
   // (BRAID_SPLIT_TRACE, rank 0's) as {"declined": reason, ...}; nothing without one. Any thread.
   void trace_declined(const SplitCall& call, const char* reason);
   // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on

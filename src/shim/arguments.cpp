@@ -60,7 +60,7 @@ std::optional<ArgumentError> args_refusal(const CallArguments& call, int nranks)
   // operator is always ncclSum.
   if (point_to_point(call.operation) || call.count == 0) return std::nullopt;
   // With NCCL_CHECK_POINTERS=1, NCCL checks the buffers (on the GPU's side) before this: NCCL
-  // answers, and braid never splits such a call (Orchestrator::wants).
+  // answers, and braid never splits such a call (multipath::admit).
   static const bool nccl_checks_pointers = [] {
     const char* v = std::getenv("NCCL_CHECK_POINTERS");
     return v != nullptr && std::atoi(v) == 1;

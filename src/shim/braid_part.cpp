@@ -132,20 +132,7 @@ bool captured(cudaStream_t stream) {
 
 namespace {
 
-// The communicator's state when braid could split on it at all; null otherwise. The shim checked
-// the call's arguments before (arguments.h); the type and size are checked again because braid
-// counts the call's bytes with them.
-std::optional<CommState> splitting_state(ncclComm_t comm, const multipath::SplitCall& call) {
-  if (!multipath::splittable(call.collective) || !datatype_valid(static_cast<int>(call.type))) return std::nullopt;
-  auto state = comm_table().find(comm);
-  if (!state || !state->braid_part || !state->complete() || state->nranks < 2 || !state->blocking ||
-      state->revoked || !multipath::message_bytes_fit(call, state->nranks))
-    return std::nullopt;
-  return state;
-}
-
-// What braid's path can do with a call's buffers at this rank.
-enum class BufferFit { Usable, Staged, Unusable };
+using multipath::BufferFit;
 
 // One buffer, one query of CUDA. Usable: what NCCL's CudaPtrCheck accepts (src/misc/argcheck.cc,
 // 2.28.9) and braid's path can use (api/collectives.cpp), device memory of the communicator's GPU
@@ -232,17 +219,6 @@ ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state
   return static_cast<ncclResult_t>(finished);
 }
 
-// With a split trace: a call inside a group that braid would split outside one goes in it as
-// declined (no trace: nothing is looked up).
-void trace_in_group(ncclComm_t comm, const multipath::SplitCall& call) {
-  if (settings().split_trace.empty()) return;
-  const auto state = splitting_state(comm, call);
-  if (!state) return;
-  std::lock_guard lock(state->braid_part->mutex);
-  multipath::Orchestrator* o = state->braid_part->orchestrator.get();
-  if (o != nullptr && o->wants(call)) o->trace_declined(call, "inside an NCCL group");
-}
-
 // Whether a call moves a communicator without braid's part on towards it: the first of 1 MiB or
 // more (or BRAID_SPLIT_MIN_BYTES) agrees which paths may run, and from then on the first call one
 // of them takes makes it (every rank at the same call, as every rank makes the same calls).
@@ -252,86 +228,148 @@ bool may_make_part(const BraidPart& path, Collective collective, size_t bytes) {
   return bytes >= agree_from;
 }
 
-}  // namespace
-
-bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
-  // Inside a group NCCL launches at the outermost ncclGroupEnd; braid's share would have to wait
-  // for it on the host: such calls are held for the group's end (group_split.h) or go to NCCL.
-  if (this_thread_group().in_group()) {
-    trace_in_group(comm, call);
-    return false;
+// The CUDA questions of one call (multipath::AdmissionProbes), each asked at most once, with
+// `path` locked.
+class CallProbes final : public multipath::AdmissionProbes {
+ public:
+  CallProbes(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path,
+             cudaStream_t stream)
+      : comm_(comm), call_(call), state_(state), path_(path), stream_(stream) {}
+  bool capturing() override {
+    if (!capturing_) capturing_ = captured(stream_);
+    return *capturing_;
   }
-  return split_now(comm, call, stream, result);
+  BufferFit buffers() override {
+    if (!fit_) fit_ = gpu_allows_split(comm_, call_, state_, path_);
+    return *fit_;
+  }
+
+ private:
+  ncclComm_t comm_;
+  const multipath::SplitCall& call_;
+  const CommState& state_;
+  BraidPart& path_;
+  cudaStream_t stream_;
+  std::optional<bool> capturing_;
+  std::optional<BufferFit> fit_;
+};
+
+// Answers where the decision never reaches a probe (an unknown communicator).
+class NoProbes final : public multipath::AdmissionProbes {
+ public:
+  bool capturing() override { return true; }
+  BufferFit buffers() override { return BufferFit::Unusable; }
+};
+
+multipath::GroupHolding group_holding() {
+  const std::string& groups = settings().split_groups;  // a Choice: auto, 1 or 0
+  if (groups == "0") return multipath::GroupHolding::Off;
+  return groups == "1" ? multipath::GroupHolding::On : multipath::GroupHolding::Auto;
 }
 
-bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
-  const auto entered = multipath::CallerProfile::Clock::now();
-  const auto state = splitting_state(comm, call);
-  if (!state) return false;
-  BraidPart& path = *state->braid_part;
-  std::lock_guard lock(path.mutex);
-  const bool first = !path.attempted;
-  const size_t bytes = multipath::message_bytes(call, state->nranks);
+// What the call and the thread's group say, before the communicator is looked up.
+multipath::AdmissionFacts call_facts(const multipath::SplitCall& call, const Grouping& group) {
+  multipath::AdmissionFacts f;
+  f.collective = call.collective;
+  f.type_valid = datatype_valid(static_cast<int>(call.type));
+  f.premulsum = call.op >= ncclNumOps && collective_reduces(call.collective);
+  f.in_group = group.in_group;
+  f.group_defers = group.defers;
+  f.group_holding = group_holding();
+  f.group_min_bytes = byte_threshold(settings().split_groups_min_bytes);
+  return f;
+}
+
+// The communicator's facts and its part's (with `path` locked when it has one).
+void add_comm_facts(const multipath::SplitCall& call, const CommState& state, multipath::AdmissionFacts* f) {
+  f->comm_known = state.braid_part != nullptr && state.complete();
+  f->nranks = state.nranks;
+  f->blocking = state.blocking;
+  f->revoked = state.revoked;
+  f->bytes_fit = f->comm_known && state.nranks > 0 && multipath::message_bytes_fit(call, state.nranks);
+  f->bytes = f->bytes_fit ? multipath::message_bytes(call, state.nranks) : 0;
+}
+void add_part_facts(const multipath::SplitCall& call, const BraidPart& path, multipath::AdmissionFacts* f) {
+  f->part_attempted = path.attempted;
+  f->part_made = path.orchestrator != nullptr;
+  f->part_may_make = !path.attempted && f->bytes_fit && may_make_part(path, call.collective, f->bytes);
+  f->part_takes = f->part_made && f->bytes_fit && path.orchestrator->takes(call);
+}
+
+// Says the decision: every call at TRACE, and at INFO the first call of each reason on the
+// communicator (BRAID_DEBUG_SUBSYS=COLL).
+void say(const multipath::SplitCall& call, const multipath::Admission& a, const CommState* state, BraidPart* path) {
+  const int rank = state != nullptr ? state->rank : -1;
+  const uint32_t bit = 1u << static_cast<uint32_t>(a.reason);
+  // A load first: the read-modify-write only once per reason.
+  const bool first = path != nullptr && (path->admissions_said.load(std::memory_order_relaxed) & bit) == 0 &&
+                     (path->admissions_said.fetch_or(bit) & bit) == 0;
+  if (!first && !log_enabled(LogLevel::Trace, LogSubsys::Coll)) return;
+  const std::string type = datatype_valid(static_cast<int>(call.type))
+                               ? std::string(datatype_name(static_cast<DataType>(call.type)))
+                               : "type " + std::to_string(static_cast<int>(call.type));
+  const std::string text = std::string(collective_name(call.collective)) + " of " + std::to_string(call.count) + " " +
+                           type + ": " + multipath::route_name(a.route) + " (" + multipath::reason_text(a.reason) + ")";
   if (first) {
-    if (!may_make_part(path, call.collective, bytes)) return false;
-  } else if (!path.orchestrator || !path.orchestrator->wants(call)) {
-    return false;
+    BRAID_INFO(Coll, "multipath: rank %d: %s (said once per reason and communicator)", rank, text.c_str());
+  } else {
+    BRAID_TRACE(Coll, "multipath: rank %d: %s", rank, text.c_str());
   }
-  // Asked only of calls that would be split, so small collectives pay no CUDA call here. Every
-  // rank captures the same calls, so `capturing` is every rank's answer. Making the path
-  // allocates, which a capture forbids: a captured call first goes to NCCL.
-  const bool capturing = captured(stream);
-  if (capturing && first) return false;
-  const BufferFit fit = gpu_allows_split(comm, call, *state, path);
-  const bool allowed = fit != BufferFit::Unusable;
-  if (first) {
-    // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
-    // enters it at this call or none does. This rank's own answer must not keep it out alone, or
-    // its peers wait inside the making while it waits in NCCL for them (seen on two H100s): the
-    // ranks agree first, and all fall back together when any one cannot. The first such agreement
-    // also settles which paths may run at all.
-    bool everyone = false;
-    if (!path.admitted) {
-      multipath::PathsAdmitted paths;
-      if (const Result agreed = agree_paths(comm, *state, allowed, &paths, &path.thresholds, &everyone); agreed != Result::Success) {
-        // NCCL itself cannot run a collective on this communicator (a full /dev/shm, a dead
-        // peer): the application's call answers with NCCL's error, as NCCL's own would have, and
-        // braid leaves the communicator to NCCL.
-        path.attempted = true;
-        *result = static_cast<ncclResult_t>(agreed);
-        return true;
-      }
-      path.admitted = paths;
-    } else {
-      everyone = all_ranks_ready(comm, real_nccl(), state->cuda_device, allowed);
-    }
-    if (!everyone) {
+}
+
+// The first call braid's part may take: the ranks agree which paths may run and make the part,
+// every rank at this call or none.
+enum class Making { Made, Nccl, Failed };
+Making make_part(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path,
+                 bool allowed, size_t bytes, ncclResult_t* failed) {
+  // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
+  // enters it at this call or none does. This rank's own answer must not keep it out alone, or
+  // its peers wait inside the making while it waits in NCCL for them (seen on two H100s): the
+  // ranks agree first, and all fall back together when any one cannot. The first such agreement
+  // also settles which paths may run at all.
+  bool everyone = false;
+  if (!path.admitted) {
+    multipath::PathsAdmitted paths;
+    if (const Result agreed = agree_paths(comm, state, allowed, &paths, &path.thresholds, &everyone); agreed != Result::Success) {
+      // NCCL itself cannot run a collective on this communicator (a full /dev/shm, a dead
+      // peer): the application's call answers with NCCL's error, as NCCL's own would have, and
+      // braid leaves the communicator to NCCL.
       path.attempted = true;
-      BRAID_INFO(Shim, "multipath: %s; this communicator's collectives go to NCCL alone",
-                 allowed ? "another rank cannot use braid's PCIe path" : "braid's PCIe path cannot take this call here");
-      return false;
+      *failed = static_cast<ncclResult_t>(agreed);
+      return Making::Failed;
     }
-    // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
-    // staging or threads), and every call goes to NCCL.
-    if (!path.admitted->any()) {
-      path.attempted = true;
-      BRAID_INFO(Init, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
-                 "nothing for it", state->rank, state->nranks, multipath::describe(*path.admitted).c_str());
-      return false;
-    }
-    // braid makes its part at the first call one of its paths takes, every rank at the same call.
-    if (!multipath::takes(*path.admitted, path.thresholds, call.collective, bytes)) return false;
+    path.admitted = paths;
+  } else {
+    everyone = all_ranks_ready(comm, real_nccl(), state.cuda_device, allowed);
+  }
+  if (!everyone) {
     path.attempted = true;
-    path.admitted = multipath::made_at(*path.admitted, path.thresholds, bytes);
-    make_orchestrator(comm, *state, path, *path.admitted);
-    if (!path.orchestrator || !path.orchestrator->wants(call)) return false;
-  } else if (fit == BufferFit::Unusable || (fit == BufferFit::Staged && capturing)) {
-    path.orchestrator->trace_declined(call, "the communicator's error, FP8 below sm90, or buffers not on its GPU");
-    return false;
+    BRAID_INFO(Shim, "multipath: %s; this communicator's collectives go to NCCL alone",
+               allowed ? "another rank cannot use braid's PCIe path" : "braid's PCIe path cannot take this call here");
+    return Making::Nccl;
   }
-  if (fit == BufferFit::Staged) {
-    *result = run_staged(call, *state, path, stream, entered);
-  } else if (capturing) {
+  // Nothing of braid's can run here: braid makes nothing for the communicator (no engine,
+  // staging or threads), and every call goes to NCCL.
+  if (!path.admitted->any()) {
+    path.attempted = true;
+    BRAID_INFO(Init, "multipath: rank %d/%d: %s; this communicator's collectives go to NCCL alone, and braid holds "
+               "nothing for it", state.rank, state.nranks, multipath::describe(*path.admitted).c_str());
+    return Making::Nccl;
+  }
+  // braid makes its part at the first call one of its paths takes, every rank at the same call.
+  if (!multipath::takes(*path.admitted, path.thresholds, call.collective, bytes)) return Making::Nccl;
+  path.attempted = true;
+  path.admitted = multipath::made_at(*path.admitted, path.thresholds, bytes);
+  make_orchestrator(comm, state, path, *path.admitted);
+  return path.orchestrator != nullptr ? Making::Made : Making::Nccl;
+}
+
+// Runs a call the decision gave braid's paths; false: NCCL alone takes it after all.
+bool run_taken(const multipath::SplitCall& call, const multipath::Admission& a, const CommState& state, BraidPart& path,
+               cudaStream_t stream, multipath::CallerProfile::Clock::time_point entered, ncclResult_t* result) {
+  if (a.route == multipath::Route::Staged) {
+    *result = run_staged(call, state, path, stream, entered);
+  } else if (a.route == multipath::Route::Captured) {
     // braid's NVLink path carries the whole call where it would carry its NVLink share; braid's
     // PCIe share is driven from the host and a graph's replay cannot be: NCCL carries the rest.
     bool carried = false;
@@ -354,28 +392,50 @@ bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t s
   return true;
 }
 
-bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream) {
-  const std::string& groups = settings().split_groups;  // a Choice: auto, 1 or 0
-  if (groups == "0") return false;
-  const auto state = splitting_state(comm, call);
-  if (!state) return false;
-  // auto: only where holding a group back paid on GPUs (the held calls run on threads of their own):
-  // two of them; on 4x H200 it lost (0.70-0.78x NCCL at 256 MB, docs/PERFORMANCE.md).
-  if (groups == "auto" &&
-      (state->nranks != 2 || (call.collective != braid::Collective::AllReduce && call.collective != braid::Collective::AllGather) ||
-       multipath::message_bytes(call, state->nranks) < byte_threshold(settings().split_groups_min_bytes)))
-    return false;
-  BraidPart& path = *state->braid_part;
-  {
-    std::lock_guard lock(path.mutex);
-    if (path.attempted ? !path.orchestrator || !path.orchestrator->wants(call)
-                       : !may_make_part(path, call.collective, multipath::message_bytes(call, state->nranks)))
-      return false;
-    // Only what every rank answers alike: a rank holding a call that another hands to NCCL inside
-    // the group would wait for it at the group's end. split_now checks this rank's own buffers.
-    if (captured(stream)) return false;
+}  // namespace
+
+Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, const Grouping& group,
+                      ncclResult_t* result) {
+  const auto entered = multipath::CallerProfile::Clock::now();
+  multipath::AdmissionFacts facts = call_facts(call, group);
+  // Calls braid never splits cost no lookup.
+  std::optional<CommState> state;
+  if (multipath::splittable(call.collective) && facts.type_valid) state = comm_table().find(comm);
+  if (state) add_comm_facts(call, *state, &facts);
+  if (!facts.comm_known) {
+    NoProbes none;
+    say(call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
+    return Handled::Nccl;
   }
-  return true;
+  BraidPart& path = *state->braid_part;
+  std::lock_guard lock(path.mutex);
+  add_part_facts(call, path, &facts);
+  CallProbes probes(comm, call, *state, path, stream);
+  multipath::Admission a = multipath::admit(facts, probes);
+  if (a.route == multipath::Route::Make) {
+    const Making made = make_part(comm, call, *state, path, a.fit != BufferFit::Unusable, facts.bytes, result);
+    // Failed: NCCL itself could not run the ranks' agreement, and the call answers with its error.
+    if (made != Making::Made) return made == Making::Failed ? Handled::Ran : Handled::Nccl;
+    // Asked again of the part now made (the probes keep their answers).
+    add_part_facts(call, path, &facts);
+    a = multipath::admit(facts, probes);
+  }
+  say(call, a, &*state, &path);
+  switch (a.route) {
+    case multipath::Route::Nccl:
+      if (a.traced() && path.orchestrator) path.orchestrator->trace_declined(call, multipath::reason_text(a.reason));
+      return Handled::Nccl;
+    case multipath::Route::Hold:
+      return Handled::Held;
+    case multipath::Route::Make:  // made above: never asked again
+      return Handled::Nccl;
+    default:
+      return run_taken(call, a, *state, path, stream, entered, result) ? Handled::Ran : Handled::Nccl;
+  }
+}
+
+bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+  return split_or_hold(comm, call, stream, Grouping{}, result) == Handled::Ran;
 }
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/exchange_board.h"
+#include "multipath/admission.h"
 #include "multipath/orchestrator.h"
 #include "peer/routed_path.h"
 #include "shim/arguments.h"
@@ -67,6 +68,8 @@ struct BraidPart {
   const char* no_board_why = nullptr;
   // The RouteDecline reasons already said for this communicator (each said once).
   std::atomic<uint32_t> declines_said{0};
+  // The admission reasons already said at INFO for this communicator (multipath::AdmissionReason bits).
+  std::atomic<uint32_t> admissions_said{0};
 };
 
 // Why braid's routed exchange (BRAID_ROUTE_EXCHANGES) left an exchange on a communicator to NCCL:
@@ -87,15 +90,24 @@ enum class RouteDecline : uint32_t {
 [[gnu::format(printf, 5, 6)]] void say_declined(ncclComm_t comm, BraidPart& path, int rank, RouteDecline why,
                                                 const char* fmt, ...);
 
-// Splits `call` when its communicator has (or now makes) a PCIe path that wants it; returns
-// false when the caller must give the call to NCCL alone. `result` is the split call's result.
-// Inside a group: false (see may_split_later).
-bool try_split(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
-// The same, whatever the calling thread's group (for calls held until their group ended).
+// The calling thread's NCCL group, as the decision sees it.
+struct Grouping {
+  bool in_group = false;
+  bool defers = false;  // the group still holds its collectives back (GroupState::deferring, no send/recv held)
+};
+// What the shim did with a collective.
+enum class Handled {
+  Nccl,  // nothing: the caller gives it to NCCL alone
+  Held,  // inside a group: the caller holds it, to be split at the group's end (group_split.h)
+  Ran,   // split (or answered with an error); `result` is the call's result
+};
+// One decision per call (multipath::admit), with its reason said in the log and the split trace,
+// then acted on: the part made at the first call it may take, the call split, staged, carried
+// whole by braid's NVLink path under capture, or left to NCCL.
+Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, const Grouping& group,
+                      ncclResult_t* result);
+// The same outside any group (calls held until their group ended): whether it ran.
 bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
-// Whether `call`, made inside a group, is worth holding until the group ends to split it then
-// (BRAID_SPLIT_GROUPS; the same tests as split_now, without making the path).
-bool may_split_later(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream);
 
 // Whether braid's routed exchange takes `operation` (ncclAlltoAll, ncclGather, ncclScatter).
 bool routable(Operation operation);

@@ -274,16 +274,19 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
                               ToNccl to_nccl) {
   if (braid_enabled() && real_nccl().found) {
     auto& group = braid::shim::this_thread_group();
-    if (group.deferring() && braid::shim::this_thread_held_p2p().empty() &&
-        braid::shim::may_split_later(comm, call, stream)) {
-      braid::shim::this_thread_held().push_back({comm, call, stream, to_nccl});
-      group.on_operation(true);
-      return ncclSuccess;
-    }
+    const braid::shim::Grouping grouping{group.in_group(),
+                                         group.deferring() && braid::shim::this_thread_held_p2p().empty()};
     ncclResult_t result = ncclSuccess;
-    if (braid::shim::try_split(comm, call, stream, &result)) {
-      t_braid_error_latest = result != ncclSuccess;
-      return result;
+    switch (braid::shim::split_or_hold(comm, call, stream, grouping, &result)) {
+      case braid::shim::Handled::Held:
+        braid::shim::this_thread_held().push_back({comm, call, stream, to_nccl});
+        group.on_operation(true);
+        return ncclSuccess;
+      case braid::shim::Handled::Ran:
+        t_braid_error_latest = result != ncclSuccess;
+        return result;
+      case braid::shim::Handled::Nccl:
+        break;
     }
   }
   return operation(true, to_nccl);

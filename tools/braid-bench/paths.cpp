@@ -108,11 +108,13 @@ std::vector<multipath::SplitRecord> BraidPath::take_splits() {
   return fresh;
 }
 
-// What the drop-in does with the call: split it when the orchestrator wants it, else NCCL alone.
+// What the drop-in does with the call on device buffers, uncaptured (multipath::admit): split it
+// when braid splits the collective and its paths take the size, else NCCL alone.
 void BraidPath::issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv) {
   multipath::SplitCall call{spec.collective, send, recv, spec.shape.param_count, nccl_type(spec.type),
                             op_for(rank, spec), spec.root};
-  if (orchestrators_[rank]->wants(call)) {
+  const bool premulsum = spec.op == RedOp::PreMulSum && collective_reduces(spec.collective);
+  if (multipath::splittable(call.collective) && !premulsum && orchestrators_[rank]->takes(call)) {
     BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, streams_[rank])), nullptr);
     return;
   }
