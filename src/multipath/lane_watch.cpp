@@ -20,10 +20,6 @@ struct Watch {
   std::mutex mutex;
   struct Seen {
     uint64_t warned = 0, given_up = 0;  // the last call warned for, and given up on
-    // The device's progress through the lane's releases: where it was last seen, since when, and
-    // the last place warned for and given up at.
-    uint64_t passed = UINT64_MAX, device_warned = UINT64_MAX, device_given_up = UINT64_MAX;
-    std::chrono::steady_clock::time_point passed_since = std::chrono::steady_clock::now();
   };
   std::map<ProgressLane*, Seen> lanes;
   bool started = false;
@@ -43,14 +39,14 @@ struct Watch {
         return;
       }
       for (auto& [lane, seen] : lanes) {
-        watch_device(*lane, seen);
         uint64_t call = 0;
         std::string text;
         if (!lane->stuck_for(settings().timeout, &call, &text)) continue;
         if (call != seen.warned) {
           seen.warned = call;
+          const std::string state = lane->device_state();
           warn_with_stacks(text + ": a CUDA call that cannot return, or a peer that stopped (BRAID_TIMEOUT bounds the "
-                           "waits for peers)");
+                           "waits for peers)" + (state.empty() ? "" : "; " + state));
         }
         // Each wait for a peer ends by BRAID_TIMEOUT on its own, and a call holds few of them; a
         // thread inside one call for twice the bound is stuck in a call that may never return.
@@ -67,36 +63,6 @@ struct Watch {
   static void warn_with_stacks(const std::string& what) {
     BRAID_WARN(Balance, "%s%s", what.c_str(), settings().watch_stacks ? "; every thread's stack follows" : "");
     if (settings().watch_stacks) dump_thread_stacks(log_fd());
-  }
-
-  // The lane queued a call's release and the device has not moved towards it for BRAID_TIMEOUT:
-  // whoever waits on the device (the application's next synchronize) may wait for ever with no
-  // lane stuck in a call. Said once per place; at twice the bound given up on as a lane stuck in a
-  // call is (a lane that waited so long for its own GPU inside a share would have been too).
-  static void watch_device(ProgressLane& lane, Seen& seen) {
-    uint64_t released = 0, passed = 0;
-    const auto now = std::chrono::steady_clock::now();
-    if (!lane.device_behind(&released, &passed) || passed != seen.passed) {
-      seen.passed = passed;
-      seen.passed_since = now;
-      return;
-    }
-    const double behind = std::chrono::duration<double>(now - seen.passed_since).count();
-    if (behind < settings().timeout) return;
-    char text[192];
-    std::snprintf(text, sizeof text, "multipath: the GPU has not passed braid's release of split call %llu for %.1f s "
-                  "(it passed call %llu)", static_cast<unsigned long long>(passed + 1), behind,
-                  static_cast<unsigned long long>(passed));
-    if (seen.device_warned != passed) {
-      seen.device_warned = passed;
-      const std::string state = lane.device_state();
-      warn_with_stacks(std::string(text) + ": the caller's stream has not reached the call, or braid's copies wait for a "
-                       "peer's GPU" + (state.empty() ? "" : "; " + state));
-    }
-    if (behind >= 2 * settings().timeout && seen.device_given_up != passed) {
-      seen.device_given_up = passed;
-      lane.give_up_stuck(text);
-    }
   }
 };
 

@@ -121,7 +121,6 @@ void ProgressLane::process(std::unique_ptr<LaneJob> job) {
     steps_->after(*job);
     finished_.fetch_add(1, std::memory_order_release);
   } else {
-    if (job->runs_on_lane()) released_.store(job->ledger.call, std::memory_order_release);
     steps_->after(*job);
     // Counted before it is published: whoever sees the call settled sees it finished.
     finished_.fetch_add(1, std::memory_order_release);
@@ -186,12 +185,6 @@ bool ProgressLane::stuck_for(double seconds, uint64_t* call, std::string* text) 
                 static_cast<unsigned long long>(*call), inside, step_.load(std::memory_order_relaxed));
   *text = line;
   return true;
-}
-
-bool ProgressLane::device_behind(uint64_t* released, uint64_t* passed) const {
-  *released = released_.load(std::memory_order_acquire);
-  *passed = steps_->device_passed();
-  return *passed < *released;
 }
 
 Result ProgressLane::wait_idle() {

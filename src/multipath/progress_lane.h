@@ -58,10 +58,6 @@ class LaneSteps {
   // cudaHostAlloc, a lazy module load): once the streams are free the device drains, that thread
   // goes on, and so does the lane's.
   virtual void release_stuck() { abort_transfers(); }
-  // The last call whose release the device has passed (the completion word the callers' streams
-  // wait on), read with a host load from any thread; the lane watch compares it with the calls the
-  // lane released. Without a device, every release has passed.
-  virtual uint64_t device_passed() const { return UINT64_MAX; }
   // What the device's waits on braid stand at, from host loads only (for the lane watch's WARN).
   virtual std::string device_state() const { return {}; }
 
@@ -129,9 +125,6 @@ class ProgressLane {
   // Whether the lane's thread has been inside one call for `seconds` or more: *call names it and
   // *text says for how long and at which step (lane_watch.h). Any thread.
   bool stuck_for(double seconds, uint64_t* call, std::string* text) const;
-  // Whether the device is behind the lane: the lane queued the release of *released, and the
-  // device has passed only *passed < *released. Any thread.
-  bool device_behind(uint64_t* released, uint64_t* passed) const;
   std::string device_state() const { return steps_->device_state(); }
 
   // Jobs handed to the lane so far, and those it finished (settled or failed).
@@ -164,7 +157,6 @@ class ProgressLane {
   std::atomic<uint64_t> busy_call_{0};
   std::atomic<int64_t> busy_since_ns_{0};
   std::atomic<const char*> step_{"starting"};
-  std::atomic<uint64_t> released_{0};  // the last call whose share the lane queued to its end
 
   mutable std::mutex settled_mutex_;
   std::condition_variable settled_cv_;
