@@ -5,8 +5,8 @@ the drop-in runs), the settings and braid's own reading of each value set from t
 layer (braid-plan --show-settings: no second parser here), /dev/shm against what braid's set-up
 allocates there and the braid files in it (braid-plan --show-shm), the PCIe
 ceiling from braid-bench --ceiling-only, the real NCCL as the drop-in finds it (nccl.py). When
-braid will split is said from the rules of src/shim/braid_part.cpp and src/multipath/orchestrator.cpp
-(split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
+braid will split is said from the rules of src/multipath/admission.cpp, paths_admitted.cpp and
+orchestrator.cpp (split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
 """
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""The real NCCL the drop-in would forward to, found in the order src/shim/real_nccl.cpp uses.
+"""The real NCCL the drop-in would forward to, found in the order src/nccl/real.cpp uses.
 
 libbraid.so takes BRAID_NCCL_LIBRARY when set, else the libnccl.so.2 the application has loaded
 already (under PyTorch: the one its libtorch_cuda.so links, PyTorch's own `nvidia-nccl` wheel),

@@ -1,7 +1,7 @@
 """`braid trace FILE.jsonl`: plots a split trace (BRAID_SPLIT_TRACE, `braid run --trace`): the
 balancer's PCIe share and each path's time per split call.
 
-Each line is one split call as src/multipath/orchestrator.cpp writes it (rank 0 of the
+Each line is one split call as src/multipath/split_trace.cpp writes it (rank 0 of the
 communicator): call, collective, dtype, bytes, count, nccl_elements, pcie_elements, pcie_share,
 nccl_ms, pcie_ms (each path's time, slowest rank), timed, next_pcie_share, nvlink_path, caller_us
 (rank 0's calling thread inside the call). A call

@@ -56,9 +56,9 @@ def test_an_empty_trace_fails(run_braid, tmp_path):
     assert run_braid("trace", str(tmp_path / "empty.jsonl"), check=False).returncode == 1
 
 
-@pytest.mark.skipif(not in_checkout(), reason="needs the sources (src/multipath/orchestrator.cpp)")
+@pytest.mark.skipif(not in_checkout(), reason="needs the sources (src/multipath/split_trace.cpp)")
 def test_the_orchestrator_writes_every_field_braid_trace_reads():
-    source = (CHECKOUT / "src" / "multipath" / "orchestrator.cpp").read_text()
+    source = (CHECKOUT / "src" / "multipath" / "split_trace.cpp").read_text()
     written = set(re.findall(r'\\"([a-z_]+)\\":', source))
     assert set(trace.FIELDS) <= written, set(trace.FIELDS) - written
 
@@ -74,10 +74,10 @@ def test_declined_calls_are_counted_not_plotted(run_braid, tmp_path):
     assert [len(s["call"]) for s in series] == [2]
 
 
-@pytest.mark.skipif(not in_checkout(), reason="needs the sources (src/multipath/orchestrator.cpp)")
+@pytest.mark.skipif(not in_checkout(), reason="needs the sources (src/multipath/split_trace.cpp)")
 def test_the_orchestrator_writes_declined_calls_in_the_form_braid_trace_reads():
-    source = (CHECKOUT / "src" / "multipath" / "orchestrator.cpp").read_text()
-    declined = source[source.index("void Orchestrator::trace_declined"):]
+    source = (CHECKOUT / "src" / "multipath" / "split_trace.cpp").read_text()
+    declined = source[source.index("void SplitTrace::declined"):]
     declined = declined[:declined.index("\n}\n")]
     for key in ("declined", "collective", "dtype", "bytes", "count"):
         assert f'\\"{key}\\":' in declined, key

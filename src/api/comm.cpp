@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "api/comm.h"
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/types.h"
@@ -56,7 +56,7 @@ Result cuda_check(cudaError_t e, const char* what) {
   return fail(Result::UnhandledCudaError, "%s: %s", what, cudaGetErrorString(e));
 }
 
-Result nccl_check(const NcclCalls& nccl, ncclResult_t r, const char* what) {
+Result nccl_check(const nccl::NcclCalls& nccl, ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return Result::Success;
   return fail(static_cast<Result>(r), "%s (through NCCL): %s", what,
               nccl.ncclGetErrorString != nullptr ? nccl.ncclGetErrorString(r) : "no error text");
@@ -102,7 +102,7 @@ Result init_rank(braidComm_t* out, int nranks, const braidUniqueId& id, int rank
 
 }  // namespace
 
-Result host_round_trip(void* host, size_t bytes, const NcclCalls& nccl, const char* what,
+Result host_round_trip(void* host, size_t bytes, const nccl::NcclCalls& nccl, const char* what,
                        const std::function<ncclResult_t(void* buffer, cudaStream_t)>& collective) {
   void* buffer = nullptr;
   cudaStream_t stream = nullptr;
@@ -126,7 +126,7 @@ namespace {
 
 // braid's communicator beside `nccl`: from `given` (an engine::CommId every rank holds), else from an
 // id rank 0 makes and broadcasts through NCCL.
-Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (*given)[16],
+Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const nccl::NcclCalls& calls, const uint8_t (*given)[16],
                          engine::CommunicatorOptions options) {
   if (!calls.can_bootstrap())
     return fail(Result::InternalError, "braidCommInitFromNccl: NCCL entry points missing");
@@ -163,11 +163,11 @@ Result init_through_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& cal
 
 }  // namespace
 
-Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, engine::CommunicatorOptions options) {
+Result init_from_nccl(braidComm_t* out, ncclComm_t nccl, const nccl::NcclCalls& calls, engine::CommunicatorOptions options) {
   return init_through_nccl(out, nccl, calls, nullptr, options);
 }
 
-Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t nccl, const NcclCalls& calls, const uint8_t (&id)[16]) {
+Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t nccl, const nccl::NcclCalls& calls, const uint8_t (&id)[16]) {
   return init_through_nccl(out, nccl, calls, &id, {});
 }
 

@@ -8,14 +8,14 @@
 
 #include <nccl.h>
 
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "multipath/share_path.h"
 
 namespace braid::multipath {
 
 class NcclSharePath final : public SharePath {
  public:
-  NcclSharePath(ncclComm_t comm, const api::NcclCalls& nccl, int rank, int nranks, bool copy_based)
+  NcclSharePath(ncclComm_t comm, const nccl::NcclCalls& nccl, int rank, int nranks, bool copy_based)
       : comm_(comm), nccl_(nccl), rank_(rank), nranks_(nranks), copy_based_(copy_based) {}
   ~NcclSharePath() override;
   NcclSharePath(const NcclSharePath&) = delete;
@@ -32,7 +32,7 @@ class NcclSharePath final : public SharePath {
   Result check(ncclResult_t r, const char* what) const;
 
   ncclComm_t comm_;
-  api::NcclCalls nccl_;
+  nccl::NcclCalls nccl_;
   int rank_, nranks_;
   bool copy_based_;          // BRAID_SPLIT_NCCL_SHARE=copy
   void* scratch_ = nullptr;  // the packed ranges of the copy-based share

@@ -12,12 +12,10 @@
 #include "cuda/device_scope.h"
 #include "cuda/driver_calls.h"
 #include "api/comm.h"
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "balance/shares.h"
 #include "balance/tuning_cache.h"
 #include "common/log.h"
-#include "common/settings.h"
-#include "common/sizes.h"
 #include "device/backoff.h"
 #include "engine/communicator.h"
 #include "multipath/nccl_share_path.h"
@@ -51,13 +49,14 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
   return fail(Result::UnhandledCudaError, "multipath (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
 }
 
-Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
+Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
                             const PathsAdmitted* admitted) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
+  o->options_ = OrchestratorOptions::from_settings();
   // Without a PCIe share braid's engine serves the copy engines' meetings and signals only: no
   // staging, worker threads or device scratch.
   const bool host_path = admitted == nullptr || admitted->pcie_share_admitted();
@@ -84,9 +83,8 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   cudaSetDevice(previous);
   BRAID_TRY(r);
 
-  // Both are Choice settings: the settings layer admits only their listed values.
-  const bool copy_based = settings().split_nccl_share == "copy";
-  const std::string& nvlink_path = settings().nvlink_path;
+  const OrchestratorOptions& options = o->options_;
+  const std::string& nvlink_path = options.nvlink_path;
   bool nvlink = false;
   for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
   // auto: only where it was measured to pay, two GPUs sharing NVLink. Peer copies between GPUs on
@@ -107,20 +105,19 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
       BRAID_INFO(Init, "multipath: no copy-engine NVLink path (%s); NCCL carries the NVLink share", last_error());
   }
 
-  o->nccl_path_ = std::make_unique<NcclSharePath>(comm, nccl, o->rank_, o->nranks_, copy_based);
+  o->nccl_path_ = std::make_unique<NcclSharePath>(comm, nccl, o->rank_, o->nranks_, options.nccl_share_by_copy);
 
   std::unique_ptr<balance::Balancer> balancer;
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
-  int64_t min_bytes = settings().split_min_bytes;
+  int64_t min_bytes = options.split_min_bytes;
   if (min_bytes <= 0) {
     // Auto: where the GPUs share NVLink, NCCL alone finishes a 64 MB all_reduce in 0.25 ms, about
     // the PCIe path's fixed latency (~0.23 ms on 2x H200), so only larger ones can gain
     // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
     min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
   }
-  const bool async = settings().async;
-  // Without the progress thread every earlier call is settled already: no lag is needed.
-  const auto lag = async ? static_cast<uint64_t>(std::max<int64_t>(1, settings().split_settle_lag)) : uint64_t{1};
+  const bool async = options.async;
+  const uint64_t lag = options.settle_lag;
   o->ledger_ = std::make_unique<SplitLedger>(
       std::make_unique<balance::SplitTable>(std::move(balancer), static_cast<size_t>(std::max<int64_t>(min_bytes, 1))),
       o->nranks_, lag, kSplitAlignBytes);
@@ -129,18 +126,12 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
     BRAID_INFO(Init, "multipath: braid's PCIe share is off, the NVLink share alone runs: %s",
                std::string(refusal_text(admitted->pcie_share)).c_str());
   }
-  if (!settings().tuning_cache.empty()) {
-    const size_t restored = balance::load_tuning_cache(o->ledger_->table(), settings().tuning_cache);
-    BRAID_INFO(Balance, "multipath: %zu learned splits restored from %s", restored,
-               settings().tuning_cache.c_str());
+  if (!options.tuning_cache.empty()) {
+    const size_t restored = balance::load_tuning_cache(o->ledger_->table(), options.tuning_cache);
+    BRAID_INFO(Balance, "multipath: %zu learned splits restored from %s", restored, options.tuning_cache.c_str());
   }
-  if (!settings().split_trace.empty() && o->rank_ == 0) {
-    // Appended to: every split communicator of every process may write the same file (O_APPEND
-    // keeps each line whole); `braid run --trace` removes the file before the run.
-    o->trace_ = std::fopen(settings().split_trace.c_str(), "a");
-    if (o->trace_ == nullptr)
-      BRAID_WARN(Balance, "multipath: cannot write the split trace %s", settings().split_trace.c_str());
-  }
+  // `braid run --trace` removes the file before the run.
+  if (o->rank_ == 0) o->trace_.open(options.split_trace);
   BRAID_INFO(Init, "multipath: rank %d/%d on GPU %d splits collectives of %lld bytes and more across "
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->copy_engines_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
@@ -152,7 +143,7 @@ Result Orchestrator::create(ncclComm_t comm, const api::NcclCalls& nccl, std::un
   BRAID_INFO(Init, "multipath: rank %d/%d holds %zu bytes of pinned host memory, %zu bytes of device scratch, %d "
              "worker threads and %s progress thread",
              o->rank_, o->nranks_, held.pinned_bytes, held.device_bytes, held.threads, async && lane_work ? "a" : "no");
-  if (settings().caller_profile) o->profile_ = std::make_unique<CallerProfile>();
+  if (options.caller_profile) o->profile_ = std::make_unique<CallerProfile>();
   *out = std::move(o);
   return Result::Success;
 }
@@ -185,15 +176,14 @@ Orchestrator::~Orchestrator() {
     BRAID_INFO(Init, "multipath: rank %d/%d: %s", rank_, nranks_, profile_->summary().c_str());
   if (braid_ != nullptr) {
     cudaSetDevice(device_);
-    if (rank_ == 0 && ledger_ && !settings().tuning_cache.empty())
-      balance::save_tuning_cache(ledger_->table(), settings().tuning_cache);
+    if (rank_ == 0 && ledger_ && !options_.tuning_cache.empty())
+      balance::save_tuning_cache(ledger_->table(), options_.tuning_cache);
   }
   // Before braid's communicator, which the paths use.
   copy_engines_.reset();
   nccl_path_.reset();
   if (stamps_ != nullptr) cudaFreeHost(stamps_);
   if (braid_ != nullptr) braidCommDestroy(braid_);
-  if (trace_ != nullptr) std::fclose(trace_);
 }
 
 bool Orchestrator::takes(const SplitCall& call) const {
@@ -204,9 +194,9 @@ bool Orchestrator::takes(const SplitCall& call) const {
 bool Orchestrator::copy_engines_take(const SplitCall& call) const {
   // AllReduce's NVLink path is a kernel on the GPU's SMs: beside a backward pass it cost DDP more
   // than it gained (docs/PERFORMANCE.md), so it has a threshold of its own.
-  const int64_t copy_min = call.collective == Collective::AllReduce ? settings().nvlink_allreduce_min_bytes
-                                                                    : settings().nvlink_copy_min_bytes;
-  return rides_copy_engines(call) && message_bytes(call, nranks_) >= byte_threshold(copy_min);
+  const size_t copy_min = call.collective == Collective::AllReduce ? options_.nvlink_allreduce_min_bytes
+                                                                   : options_.nvlink_copy_min_bytes;
+  return rides_copy_engines(call) && message_bytes(call, nranks_) >= copy_min;
 }
 
 // Operators made on the communicator (PreMulSum) have values from ncclNumOps on.
@@ -265,7 +255,7 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
              r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
              r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
-  trace(r);
+  trace_.settled(r);
   if (keep_history_) history_.push_back(r);
 }
 
@@ -448,7 +438,7 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
   if (measured) {
     // The NVLink share may end after the PCIe share: wait for its stamp, bounded.
     device::Backoff backoff;
-    while (nvlink_at == Clock::time_point{} && std::chrono::duration<double>(Clock::now() - pcie_at).count() < settings().timeout) {
+    while (nvlink_at == Clock::time_point{} && std::chrono::duration<double>(Clock::now() - pcie_at).count() < options_.timeout) {
       look();
       backoff.pause();
     }
@@ -503,7 +493,7 @@ Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bo
   *carried = false;
   BRAID_TRY(refuse_after_failure());
   if (!copy_engines_take(call) ||
-      message_bytes(call, nranks_) < byte_threshold(settings().nvlink_graph_min_bytes))
+      message_bytes(call, nranks_) < options_.nvlink_graph_min_bytes)
     return Result::Success;
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
@@ -534,30 +524,6 @@ Result Orchestrator::prepare_copy_engines() {
   return r;
 }
 
-void Orchestrator::trace_declined(const SplitCall& call, const char* reason) {
-  if (trace_ == nullptr) return;
-  // One fprintf per line: stdio locks the FILE, so lines of several threads stay whole.
-  std::fprintf(trace_, "{\"declined\": \"%s\", \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu}\n",
-               reason, std::string(collective_name(call.collective)).c_str(),
-               std::string(datatype_name(static_cast<DataType>(call.type))).c_str(), message_bytes(call, nranks_),
-               call.count);
-  std::fflush(trace_);
-}
-
-void Orchestrator::trace(const SplitRecord& r) {
-  if (trace_ == nullptr) return;
-  std::fprintf(trace_,
-               "{\"call\": %llu, \"collective\": \"%s\", \"dtype\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
-               "\"nccl_elements\": %zu, \"pcie_elements\": %zu, \"pcie_share\": %.6f, \"nccl_ms\": %.4f, "
-               "\"pcie_ms\": %.4f, \"timed\": %s, \"next_pcie_share\": %.6f, \"nvlink_path\": \"%s\", "
-               "\"caller_us\": %.1f}\n",
-               static_cast<unsigned long long>(r.call), std::string(collective_name(r.what.collective)).c_str(),
-               std::string(datatype_name(static_cast<DataType>(r.what.type))).c_str(), r.bytes, r.what.count,
-               r.nccl_elements, r.pcie_elements,
-               r.what.count ? static_cast<double>(r.pcie_elements) / static_cast<double>(r.what.count) : 0.0,
-               r.nccl_seconds * 1e3, r.pcie_seconds * 1e3, r.timed ? "true" : "false", r.next_pcie_share,
-               r.nvlink_copy ? "copy" : "nccl", r.caller_seconds * 1e6);
-  std::fflush(trace_);
-}
+void Orchestrator::trace_declined(const SplitCall& call, const char* reason) { trace_.declined(call, nranks_, reason); }
 
 }  // namespace braid::multipath

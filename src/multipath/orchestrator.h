@@ -32,8 +32,9 @@
 #include "balance/split_table.h"
 #include "braid/braid.h"
 #include "common/result.h"
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "multipath/caller_profile.h"
+#include "multipath/orchestrator_options.h"
 #include "multipath/paths_admitted.h"
 #include "engine/communicator.h"
 #include "multipath/progress_lane.h"
@@ -41,6 +42,7 @@
 #include "multipath/share_path.h"
 #include "multipath/split_call.h"
 #include "multipath/split_ledger.h"
+#include "multipath/split_trace.h"
 
 namespace braid::multipath {
 
@@ -53,22 +55,6 @@ struct PreMulSumSpec {
   void* device_pointer = nullptr;    // ncclScalarDevice
 };
 
-// What one split call did, for the log and the JSON trace.
-struct SplitRecord {
-  uint64_t call = 0;
-  SplitCall what;
-  size_t bytes = 0;
-  size_t nccl_elements = 0;  // the NVLink share: NCCL's, or the copy engines' when nvlink_copy
-  bool nvlink_copy = false;
-  size_t pcie_elements = 0;
-  bool timed = false;       // the times below were measured (some split calls of each kind are)
-  double nccl_seconds = 0;  // slowest rank's
-  double pcie_seconds = 0;
-  double next_pcie_share = 0;
-  // This rank's calling thread inside the call (its host time): what braid made the application
-  // wait, the NVLink path's per-call meeting with its peers included.
-  double caller_seconds = 0;
-};
 
 // The progress thread's machinery is the ProgressLane's (CUDA-free, tested on CPU); the
 // orchestrator gives it the GPU steps: the PCIe share on its stream, timing events, the completion word.
@@ -77,7 +63,7 @@ class Orchestrator : private LaneSteps {
   // Collective over the NCCL communicator's ranks (all call it at the same point). `admitted`: the
   // paths every rank agreed braid may use on `comm` (paths_admitted.h), so that braid makes only
   // what they need; null: decided here, every path that the ranks' processes allow.
-  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
+  static Result create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
                        const PathsAdmitted* admitted = nullptr);
   ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
@@ -174,10 +160,10 @@ class Orchestrator : private LaneSteps {
   // Logs, traces and keeps (history) one applied call.
   void record_applied(LaneJob& job, const std::vector<double>& seconds, double next_share);
   Result cuda(cudaError_t e, const char* what);
-  void trace(const SplitRecord& r);
 
   ncclComm_t comm_ = nullptr;
-  api::NcclCalls nccl_;
+  nccl::NcclCalls nccl_;
+  OrchestratorOptions options_;  // read once, in create()
   braidComm_t braid_ = nullptr;
   int rank_ = 0, nranks_ = 1, device_ = 0;
   // NVLink's paths, behind one interface: braid's copy engines where BRAID_NVLINK_PATH made them;
@@ -191,7 +177,7 @@ class Orchestrator : private LaneSteps {
   std::unique_ptr<SplitLedger> ledger_;  // the split table replica, calls issued and applied
   bool keep_history_ = false;
   std::vector<SplitRecord> history_;
-  std::FILE* trace_ = nullptr;
+  SplitTrace trace_;  // BRAID_SPLIT_TRACE, rank 0's
 
   // Between the calling thread and the progress thread (BRAID_ASYNC=0: no thread).
   std::unique_ptr<ProgressLane> lane_;

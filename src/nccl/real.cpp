@@ -1,4 +1,4 @@
-#include "shim/real_nccl.h"
+#include "nccl/real.h"
 
 #include <dlfcn.h>
 
@@ -9,7 +9,7 @@
 #define BRAID_VERSION_STRING "unknown"
 #endif
 
-namespace braid::shim {
+namespace braid::nccl {
 
 namespace {
 
@@ -113,4 +113,4 @@ const RealNccl& real_nccl() {
   return *real;
 }
 
-}  // namespace braid::shim
+}  // namespace braid::nccl

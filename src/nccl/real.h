@@ -5,12 +5,12 @@
 
 #include <string>
 
-#include "api/nccl_calls.h"
+#include "nccl/calls.h"
 
-namespace braid::shim {
+namespace braid::nccl {
 
-// The real NCCL's entry points (api::NcclCalls, every slot filled that it has) and where they came from.
-struct RealNccl : api::NcclCalls {
+// The real NCCL's entry points (NcclCalls, every slot filled that it has) and where they came from.
+struct RealNccl : NcclCalls {
   bool found = false;
   std::string path;     // the file the entry points live in
   std::string how;      // how it was found, for the log
@@ -23,4 +23,4 @@ struct RealNccl : api::NcclCalls {
 // loader's search path. A library whose entry points are braid's own is refused.
 const RealNccl& real_nccl();
 
-}  // namespace braid::shim
+}  // namespace braid::nccl

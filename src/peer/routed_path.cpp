@@ -115,7 +115,7 @@ Result RoutedPath::cuda(cudaError_t e, const char* what) const {
   return fail(Result::UnhandledCudaError, "routed exchange (GPU %d): %s: %s", device_, what, cudaGetErrorString(e));
 }
 
-Result RoutedPath::create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
+Result RoutedPath::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
                           const engine::CommId* id) {
   out->reset();
   std::unique_ptr<RoutedPath> p(new RoutedPath());

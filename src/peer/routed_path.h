@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "api/comm.h"
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "common/result.h"
 #include "common/types.h"
 #include "engine/communicator.h"
@@ -48,7 +48,7 @@ class RoutedPath {
   // With `id` (the same on every rank), braid's communicator is made from it instead of through an
   // ncclBroadcast on `comm`: for ranks that met elsewhere than at a collective call on `comm` (a
   // send/recv group agreed on the exchange board, engine/exchange_board.h).
-  static Result create(ncclComm_t comm, const api::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
+  static Result create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<RoutedPath>* out,
                        const engine::CommId* id = nullptr);
   ~RoutedPath();
   RoutedPath(const RoutedPath&) = delete;

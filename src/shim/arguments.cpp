@@ -6,7 +6,7 @@
 
 #include "shim/comm_table.h"
 #include "shim/braid_part.h"
-#include "shim/real_nccl.h"
+#include "nccl/real.h"
 
 namespace braid::shim {
 
@@ -75,7 +75,7 @@ std::optional<ArgumentError> args_refusal(const CallArguments& call, int nranks)
 // ncclCommEnsureReady returns a blocking communicator's asynchronous error before ArgsCheck runs;
 // asked only when the arguments are wrong, so valid calls pay nothing for it.
 bool nccl_answers_first(ncclComm_t comm) {
-  const RealNccl& real = real_nccl();
+  const nccl::RealNccl& real = nccl::real_nccl();
   if (!real.found || real.ncclCommGetAsyncError == nullptr) return false;
   ncclResult_t async = ncclSuccess;
   if (real.ncclCommGetAsyncError(comm, &async) != ncclSuccess) return true;

@@ -14,7 +14,7 @@
 #include <thread>
 #include <optional>
 
-#include "api/nccl_calls.h"
+#include "api/from_nccl.h"
 #include "common/log.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -23,7 +23,7 @@
 #include "route/grouped_exchange.h"
 #include "shim/comm_table.h"
 #include "shim/group_state.h"
-#include "shim/real_nccl.h"
+#include "nccl/real.h"
 #include "shim/staged_call.h"
 
 namespace braid::shim {
@@ -33,7 +33,7 @@ namespace {
 // Every rank learns every rank's words, combined by the maximum, through NCCL on a private
 // stream: NCCL's error where that failed.
 template <size_t N>
-Result ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const char* what, std::array<int32_t, N>* words) {
+Result ranks_maximum(ncclComm_t comm, const nccl::RealNccl& real, int device, const char* what, std::array<int32_t, N>* words) {
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
@@ -48,7 +48,7 @@ Result ranks_maximum(ncclComm_t comm, const RealNccl& real, int device, const ch
 
 // Every rank learns whether every rank made its PCIe path (a rank that splits while another does
 // not would hang NCCL).
-bool all_ranks_ready(ncclComm_t comm, const RealNccl& real, int device, bool mine) {
+bool all_ranks_ready(ncclComm_t comm, const nccl::RealNccl& real, int device, bool mine) {
   std::array<int32_t, 1> refused{mine ? 0 : 1};
   return ranks_maximum(comm, real, device, "the PCIe paths' readiness (ncclAllReduce max)", &refused) == Result::Success &&
          refused[0] == 0;
@@ -90,7 +90,7 @@ Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath
   *thresholds = path_thresholds(nvlink);
   const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state, nvlink));
   std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
-  BRAID_TRY(ranks_maximum(comm, real_nccl(), state.cuda_device,
+  BRAID_TRY(ranks_maximum(comm, nccl::real_nccl(), state.cuda_device,
                           "the ranks' agreement on braid's paths (ncclAllReduce max)", &words));
   *everyone = words[0] == 0;
   *agreed = multipath::decode({words[1], words[2]});
@@ -99,7 +99,7 @@ Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath
 
 void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path, const multipath::PathsAdmitted& paths) {
   path.attempted = true;
-  const RealNccl& real = real_nccl();
+  const nccl::RealNccl& real = nccl::real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
   const Result r = multipath::Orchestrator::create(comm, real, &made, &paths);
   if (r != Result::Success)
@@ -116,6 +116,19 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path,
 }
 
 }  // namespace
+
+PartOptions PartOptions::from_settings() {
+  const Settings& s = settings();
+  PartOptions o;
+  if (s.split_min_bytes > 0) o.agree_from = static_cast<size_t>(s.split_min_bytes);
+  // A Choice: auto, 1 or 0.
+  o.group_holding = s.split_groups == "0"   ? multipath::GroupHolding::Off
+                    : s.split_groups == "1" ? multipath::GroupHolding::On
+                                            : multipath::GroupHolding::Auto;
+  o.group_min_bytes = byte_threshold(s.split_groups_min_bytes);
+  o.route_min_bytes = byte_threshold(s.route_min_bytes);
+  return o;
+}
 
 // A graph replay cannot reproduce braid's host-driven share: captured calls go to NCCL alone.
 bool captured(cudaStream_t stream) {
@@ -190,7 +203,7 @@ bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& 
 // alone, which refuses it (NCCL_CHECK_POINTERS=1, FP8 below sm90, an asynchronous error of the
 // communicator) or runs it, exactly as without braid; Staged: its buffers must be staged.
 BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
-  const RealNccl& real = real_nccl();
+  const nccl::RealNccl& real = nccl::real_nccl();
   ncclResult_t async = ncclSuccess;
   // ncclInProgress is no error (NCCL may still be connecting); a rank that read it as one would
   // decline alone.
@@ -224,8 +237,7 @@ ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state
 // of them takes makes it (every rank at the same call, as every rank makes the same calls).
 bool may_make_part(const BraidPart& path, Collective collective, size_t bytes) {
   if (path.admitted) return multipath::takes(*path.admitted, path.thresholds, collective, bytes);
-  const size_t agree_from = settings().split_min_bytes > 0 ? static_cast<size_t>(settings().split_min_bytes) : size_t{1} << 20;
-  return bytes >= agree_from;
+  return bytes >= path.options.agree_from;
 }
 
 // The CUDA questions of one call (multipath::AdmissionProbes), each asked at most once, with
@@ -261,12 +273,6 @@ class NoProbes final : public multipath::AdmissionProbes {
   BufferFit buffers() override { return BufferFit::Unusable; }
 };
 
-multipath::GroupHolding group_holding() {
-  const std::string& groups = settings().split_groups;  // a Choice: auto, 1 or 0
-  if (groups == "0") return multipath::GroupHolding::Off;
-  return groups == "1" ? multipath::GroupHolding::On : multipath::GroupHolding::Auto;
-}
-
 // What the call and the thread's group say, before the communicator is looked up.
 multipath::AdmissionFacts call_facts(const multipath::SplitCall& call, const Grouping& group) {
   multipath::AdmissionFacts f;
@@ -275,8 +281,6 @@ multipath::AdmissionFacts call_facts(const multipath::SplitCall& call, const Gro
   f.premulsum = call.op >= ncclNumOps && collective_reduces(call.collective);
   f.in_group = group.in_group;
   f.group_defers = group.defers;
-  f.group_holding = group_holding();
-  f.group_min_bytes = byte_threshold(settings().split_groups_min_bytes);
   return f;
 }
 
@@ -288,6 +292,10 @@ void add_comm_facts(const multipath::SplitCall& call, const CommState& state, mu
   f->revoked = state.revoked;
   f->bytes_fit = f->comm_known && state.nranks > 0 && multipath::message_bytes_fit(call, state.nranks);
   f->bytes = f->bytes_fit ? multipath::message_bytes(call, state.nranks) : 0;
+  if (state.braid_part != nullptr) {
+    f->group_holding = state.braid_part->options.group_holding;
+    f->group_min_bytes = state.braid_part->options.group_min_bytes;
+  }
 }
 void add_part_facts(const multipath::SplitCall& call, const BraidPart& path, multipath::AdmissionFacts* f) {
   f->part_attempted = path.attempted;
@@ -340,7 +348,7 @@ Making make_part(ncclComm_t comm, const multipath::SplitCall& call, const CommSt
     }
     path.admitted = paths;
   } else {
-    everyone = all_ranks_ready(comm, real_nccl(), state.cuda_device, allowed);
+    everyone = all_ranks_ready(comm, nccl::real_nccl(), state.cuda_device, allowed);
   }
   if (!everyone) {
     path.attempted = true;
@@ -512,7 +520,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   // Each flow of the three is `count` elements. Every rank sees the same count: these answers are
   // every rank's.
   const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.datatype));
-  const auto min_bytes = byte_threshold(settings().route_min_bytes);
+  const size_t min_bytes = path.options.route_min_bytes;
   if (flow_bytes == 0 || flow_bytes < min_bytes) {
     say_declined(call.comm, path, state->rank, RouteDecline::SmallCollective,
                  "an nccl%s of %zu bytes a flow went to NCCL: exchanges whose flows are under "
@@ -543,7 +551,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
     // Collective: every rank reaches this same call.
     path.routed_attempted = true;
     std::unique_ptr<peer::RoutedPath> made;
-    if (peer::RoutedPath::create(call.comm, real_nccl(), &made) != Result::Success) {
+    if (peer::RoutedPath::create(call.comm, nccl::real_nccl(), &made) != Result::Success) {
       BRAID_WARN(Shim, "routed exchange: not on GPU %d (%s); this communicator's all-to-alls, gathers and scatters go "
                  "to NCCL", state->cuda_device, last_error());
       return false;

@@ -24,7 +24,17 @@
 
 namespace braid::shim {
 
+// The settings a communicator's calls are decided by, read once when braid learns of it.
+struct PartOptions {
+  size_t agree_from = size_t{1} << 20;  // the first call of this size agrees the paths (BRAID_SPLIT_MIN_BYTES if set)
+  multipath::GroupHolding group_holding = multipath::GroupHolding::Auto;  // BRAID_SPLIT_GROUPS
+  size_t group_min_bytes = 0;           // BRAID_SPLIT_GROUPS_MIN_BYTES
+  size_t route_min_bytes = 0;           // BRAID_ROUTE_MIN_BYTES
+  static PartOptions from_settings();
+};
+
 struct BraidPart {
+  const PartOptions options = PartOptions::from_settings();
   // A rank's buffers staged through device memory (staged_call.h). First, so that it goes last,
   // after the orchestrator whose share may use it.
   StagingMemory staging;

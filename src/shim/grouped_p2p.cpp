@@ -9,7 +9,7 @@
 #include "shim/group_split.h"
 #include "shim/group_state.h"
 #include "shim/braid_part.h"
-#include "shim/real_nccl.h"
+#include "nccl/real.h"
 
 namespace braid::shim {
 
@@ -33,7 +33,7 @@ std::shared_ptr<BraidPart> boarded(ncclComm_t comm) {
 
 // The held calls to NCCL in a group of their own (after the outermost group ended).
 ncclResult_t give_to_nccl(std::vector<HeldPeerCall>& held) {
-  const RealNccl& real = real_nccl();
+  const nccl::RealNccl& real = nccl::real_nccl();
   ncclResult_t first = real.ncclGroupStart();
   if (first != ncclSuccess) return first;
   first = each_to_nccl(held);
@@ -243,7 +243,7 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
     seed.insert(seed.end(), tag, tag + sizeof tag);
     const engine::CommId id = engine::board_id(seed);
     std::unique_ptr<peer::RoutedPath> made;
-    if (peer::RoutedPath::create(comm, real_nccl(), &made, &id) != Result::Success) {
+    if (peer::RoutedPath::create(comm, nccl::real_nccl(), &made, &id) != Result::Success) {
       BRAID_WARN(Shim, "routed exchange: not on GPU %d (%s); this communicator's exchanges go to NCCL",
                  state->cuda_device, last_error());
     } else {

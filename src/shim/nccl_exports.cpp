@@ -27,12 +27,12 @@
 #include "shim/group_state.h"
 #include "shim/grouped_p2p.h"
 #include "shim/braid_part.h"
-#include "shim/real_nccl.h"
+#include "nccl/real.h"
 
 #define BRAID_EXPORT [[gnu::visibility("default")]]
 
-using braid::shim::RealNccl;
-using braid::shim::real_nccl;
+using braid::nccl::RealNccl;
+using braid::nccl::real_nccl;
 
 static_assert(static_cast<int>(braid::Result::Success) == ncclSuccess);
 static_assert(static_cast<int>(braid::Result::UnhandledCudaError) == ncclUnhandledCudaError);
@@ -110,7 +110,7 @@ ncclResult_t braid_failure(const char* api, const RealNccl& real) {
 }
 
 template <typename Fn, typename... Args>
-ncclResult_t forward(Fn braid::api::NcclCalls::*slot, const char* api, Args... args) {
+ncclResult_t forward(Fn braid::nccl::NcclCalls::*slot, const char* api, Args... args) {
   const RealNccl& real = real_nccl();
   Fn fn = real.found ? real.*slot : nullptr;
   if (fn == nullptr) return braid_failure(api, real);

@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "common/settings.h"
+#include "support/scoped_env.h"
 #include "harness.h"
 
 #include "support/sanitizer_suppressions.h"  // these tests change BRAID_TIMEOUT and fork ranks
@@ -32,20 +33,7 @@ std::vector<std::string> shm_entries(const std::string& prefix) {
   return found;
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    setenv(name, value, 1);
-    settings_reload();
-  }
-  ~ScopedEnv() {
-    unsetenv(name_);
-    settings_reload();
-  }
-
- private:
-  const char* name_;
-};
+using test::ScopedEnv;
 
 // Upper bounds here catch hangs, not slowness: the text of each error proves which mechanism
 // ended the wait (watchdog, timeout or abort), and every other mechanism is set far beyond this.

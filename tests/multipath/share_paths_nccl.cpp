@@ -27,8 +27,8 @@ ncclResult_t record(NcclCallSeen c) {
   return seen.size() - 1 == fail_call ? ncclInvalidUsage : ncclSuccess;
 }
 
-api::NcclCalls recording_nccl() {
-  api::NcclCalls n;
+nccl::NcclCalls recording_nccl() {
+  nccl::NcclCalls n;
   n.ncclAllReduce = [](const void* s, void* r, size_t c, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
     return record({"AllReduce", s, r, c});
   };

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "check.h"
+#include "nccl/linked.h"
 #include "pattern.h"
 
 namespace braid::bench {
@@ -37,7 +38,7 @@ BraidPath::BraidPath(RankThreads& threads, const std::vector<int>& devices, bool
     threads.run_all([&](int rank) {
       BENCH_CUDA(cudaStreamCreateWithFlags(&streams_[rank], cudaStreamNonBlocking));
       BENCH_BRAID(static_cast<ncclResult_t>(
-                      multipath::Orchestrator::create(nccl_comms_[rank], api::linked_nccl_calls(), &orchestrators_[rank])),
+                      multipath::Orchestrator::create(nccl_comms_[rank], nccl::linked_calls(), &orchestrators_[rank])),
                   nullptr);
       orchestrators_[rank]->keep_history(rank == 0);
     });

@@ -1,19 +1,7 @@
 // braidCommInitFromNccl for programs that link NCCL (the C API's users, braid-bench, tests).
-#include "api/nccl_calls.h"
-
-braid::api::NcclCalls braid::api::linked_nccl_calls() {
-  NcclCalls calls;
-  // Only what braid calls: the bootstrap's and the split calls' (an NCCL older than nccl.h may
-  // lack others, and linking them would fail).
-#define BRAID_TAKE(name) calls.name = ::name;
-  BRAID_TAKE(ncclCommCount) BRAID_TAKE(ncclCommUserRank) BRAID_TAKE(ncclCommCuDevice)
-  BRAID_TAKE(ncclGetErrorString) BRAID_TAKE(ncclBroadcast) BRAID_TAKE(ncclAllReduce) BRAID_TAKE(ncclReduce)
-  BRAID_TAKE(ncclAllGather) BRAID_TAKE(ncclReduceScatter) BRAID_TAKE(ncclSend) BRAID_TAKE(ncclRecv)
-  BRAID_TAKE(ncclGroupStart) BRAID_TAKE(ncclGroupEnd)
-#undef BRAID_TAKE
-  return calls;
-}
+#include "api/from_nccl.h"
+#include "nccl/linked.h"
 
 extern "C" ncclResult_t braidCommInitFromNccl(braidComm_t* comm, ncclComm_t ncclComm) {
-  return braid::api::finish(nullptr, braid::api::init_from_nccl(comm, ncclComm, braid::api::linked_nccl_calls()));
+  return braid::api::finish(nullptr, braid::api::init_from_nccl(comm, ncclComm, braid::nccl::linked_calls()));
 }

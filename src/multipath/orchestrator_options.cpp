@@ -1,0 +1,30 @@
+#include "multipath/orchestrator_options.h"
+
+#include <algorithm>
+
+#include "common/settings.h"
+#include "common/sizes.h"
+
+namespace braid::multipath {
+
+OrchestratorOptions OrchestratorOptions::from_settings() {
+  const Settings& s = settings();
+  OrchestratorOptions o;
+  // Both are Choice settings: the settings layer admits only their listed values.
+  o.nccl_share_by_copy = s.split_nccl_share == "copy";
+  o.nvlink_path = s.nvlink_path;
+  o.split_min_bytes = s.split_min_bytes;
+  o.async = s.async;
+  // Without the progress thread every earlier call is settled already: no lag is needed.
+  o.settle_lag = s.async ? static_cast<uint64_t>(std::max<int64_t>(1, s.split_settle_lag)) : uint64_t{1};
+  o.tuning_cache = s.tuning_cache;
+  o.split_trace = s.split_trace;
+  o.caller_profile = s.caller_profile;
+  o.nvlink_copy_min_bytes = byte_threshold(s.nvlink_copy_min_bytes);
+  o.nvlink_allreduce_min_bytes = byte_threshold(s.nvlink_allreduce_min_bytes);
+  o.nvlink_graph_min_bytes = byte_threshold(s.nvlink_graph_min_bytes);
+  o.timeout = s.timeout;
+  return o;
+}
+
+}  // namespace braid::multipath
