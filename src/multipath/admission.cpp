@@ -83,7 +83,7 @@ const char* reason_text(AdmissionReason reason) {
     case AdmissionReason::GroupNotWorthHolding: return "inside an NCCL group (holding it back pays only for 2-rank AllReduce/AllGather)";
     case AdmissionReason::GroupNotDeferring: return "inside an NCCL group that handed an operation to NCCL";
     case AdmissionReason::CapturedInGroup: return "inside an NCCL group, captured in a CUDA graph";
-    case AdmissionReason::CapturedBeforeMade: return "captured in a CUDA graph before braid's part was made";
+    case AdmissionReason::CapturedBeforeMade: return "captured in a CUDA graph (or on a stream CUDA cannot describe) before braid's part was made";
     case AdmissionReason::GpuRefuses: return "the communicator's error, FP8 below sm90, or buffers not on its GPU";
     case AdmissionReason::StagedCaptured: return "buffers that need staging, captured in a CUDA graph";
     case AdmissionReason::Taken: return "taken by braid's paths";

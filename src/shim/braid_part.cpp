@@ -306,7 +306,8 @@ void add_part_facts(const multipath::SplitCall& call, const BraidPart& path, mul
 
 // Says the decision: every call at TRACE, and at INFO the first call of each reason on the
 // communicator (BRAID_DEBUG_SUBSYS=COLL).
-void say(const multipath::SplitCall& call, const multipath::Admission& a, const CommState* state, BraidPart* path) {
+void say(ncclComm_t comm, const multipath::SplitCall& call, const multipath::Admission& a, const CommState* state,
+         BraidPart* path) {
   const int rank = state != nullptr ? state->rank : -1;
   const uint32_t bit = 1u << static_cast<uint32_t>(a.reason);
   // A load first: the read-modify-write only once per reason.
@@ -319,9 +320,10 @@ void say(const multipath::SplitCall& call, const multipath::Admission& a, const 
   const std::string text = std::string(collective_name(call.collective)) + " of " + std::to_string(call.count) + " " +
                            type + ": " + multipath::route_name(a.route) + " (" + multipath::reason_text(a.reason) + ")";
   if (first) {
-    BRAID_INFO(Coll, "multipath: rank %d: %s (said once per reason and communicator)", rank, text.c_str());
+    BRAID_INFO(Coll, "multipath: rank %d, communicator %p: %s (said once per reason and communicator)", rank,
+               static_cast<void*>(comm), text.c_str());
   } else {
-    BRAID_TRACE(Coll, "multipath: rank %d: %s", rank, text.c_str());
+    BRAID_TRACE(Coll, "multipath: rank %d, communicator %p: %s", rank, static_cast<void*>(comm), text.c_str());
   }
 }
 
@@ -412,7 +414,7 @@ Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStr
   if (state) add_comm_facts(call, *state, &facts);
   if (!facts.comm_known) {
     NoProbes none;
-    say(call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
+    say(comm, call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
     return Handled::Nccl;
   }
   BraidPart& path = *state->braid_part;
@@ -428,7 +430,7 @@ Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStr
     add_part_facts(call, path, &facts);
     a = multipath::admit(facts, probes);
   }
-  say(call, a, &*state, &path);
+  say(comm, call, a, &*state, &path);
   switch (a.route) {
     case multipath::Route::Nccl:
       if (a.traced() && path.orchestrator) path.orchestrator->trace_declined(call, multipath::reason_text(a.reason));

@@ -1,6 +1,7 @@
 // PyTorch's all_to_all_single through libbraid.so with BRAID_ROUTE_EXCHANGES=2, against the fake
 // NCCL, ranks as threads: every exchange braid leaves to NCCL says why at INFO (Coll, in the
-// default log mask), once per communicator and reason, and NCCL still gets every call in order.
+// default log mask), once per communicator and reason, and NCCL still gets every call in order;
+// so does every collective braid does not split (multipath::admit's reasons).
 // The calls are ProcessGroupNCCL's (PyTorch 2.11 on NCCL 2.28): a blocking communicator from
 // ncclCommInitRankConfig with config.blocking = 1; equal splits as one ncclAlltoAll outside a
 // group; uneven splits as ncclCommCount, then a group of ncclSend/ncclRecv to every peer in rank
@@ -253,6 +254,35 @@ TEST(ShimRouteDecline, ACommunicatorTooLargeForABoardSaysSo) {
   EXPECT_EQ(log.lines(comm, "more than the 64 ranks an exchange board holds"), 1) << log.text();
   EXPECT_EQ(p2p_reaching(comm, from).size(), size_t(4));
   ncclCommDestroy(comm);
+}
+
+// A collective braid leaves to NCCL says why, once per communicator and reason: here every one is
+// below the size that makes braid's part (BRAID_SPLIT_MIN_BYTES above), inside a group or not.
+TEST(ShimAdmission, ACollectiveLeftToNcclSaysWhyOncePerCommunicatorAndReason) {
+  const int n = 2;
+  const std::vector<ncclComm_t> comms = torch_comms(n, 1);
+  const LogSince log;
+  const size_t from = fake_nccl_call_count();
+  on_every_rank(n, [&](int r) {
+    std::vector<float> x(64, 1.0f);
+    const ncclComm_t comm = comms[size_t(r)];
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(ncclAllReduce(x.data(), x.data(), 64, ncclFloat32, ncclSum, comm, kStream), ncclSuccess);
+    ncclGroupStart();
+    EXPECT_EQ(ncclAllReduce(x.data(), x.data(), 64, ncclFloat32, ncclSum, comm, kStream), ncclSuccess);
+    ncclGroupEnd();
+    EXPECT_EQ(ncclBroadcast(x.data(), x.data(), 32, ncclFloat32, 0, comm, kStream), ncclSuccess);
+  });
+  for (int r = 0; r < n; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const ncclComm_t comm = comms[size_t(r)];
+    EXPECT_EQ(calls_reaching(comm, "AllReduce", from), 4u);
+    EXPECT_EQ(calls_reaching(comm, "Broadcast", from), 1u);
+    // One line for the reason, at its first call (the AllReduce); none for the later calls.
+    EXPECT_EQ(log.lines(comm, "below the size that makes braid's part"), 1) << log.text();
+    EXPECT_EQ(log.lines(comm, "allreduce of 64 float: nccl (below the size that makes braid's part)"), 1)
+        << log.text();
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
 }
 
 }  // namespace
