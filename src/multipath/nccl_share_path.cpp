@@ -23,23 +23,23 @@ Result NcclSharePath::check(ncclResult_t r, const char* what) const {
 
 Result NcclSharePath::enqueue(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* carried) {
   *carried = false;
-  const SplitCall& call = share.call;
+  const nccl::Call& call = share.call;
   if (range.begin == 0 && range.count == call.count) BRAID_TRY(whole(call, stream));
   else if (range.count > 0) BRAID_TRY(strided(call, range, stream));
   *carried = true;
   return Result::Success;
 }
 
-Result NcclSharePath::strided(const SplitCall& call, ShareRange range, cudaStream_t s) {
+Result NcclSharePath::strided(const nccl::Call& call, ShareRange range, cudaStream_t s) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t block = call.count * esize, skip = range.begin * esize;
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
-  switch (call.collective) {
+  switch (call.collective()) {
     case Collective::AllReduce:
     case Collective::Broadcast:
     case Collective::Reduce: {
-      SplitCall part = call;
+      nccl::Call part = call;
       part.send = send + skip;
       part.recv = recv + skip;
       part.count = range.count;
@@ -50,9 +50,9 @@ Result NcclSharePath::strided(const SplitCall& call, ShareRange range, cudaStrea
       if (copy_based_) return strided_copied(call, range, s);
       break;
     default:
-      return fail(Result::InternalError, "multipath: %s is not split", std::string(collective_name(call.collective)).c_str());
+      return fail(Result::InternalError, "multipath: %s is not split", std::string(collective_name(call.collective())).c_str());
   }
-  if (call.collective == Collective::AllGather) {
+  if (call.collective() == Collective::AllGather) {
     unsigned char* mine = recv + static_cast<size_t>(rank_) * block + skip;
     if (mine != send + skip)
       BRAID_TRY(cuda_check(cudaMemcpyAsync(mine, send + skip, range.count * esize, cudaMemcpyDeviceToDevice, s),
@@ -60,7 +60,7 @@ Result NcclSharePath::strided(const SplitCall& call, ShareRange range, cudaStrea
   }
   BRAID_TRY(check(nccl_.ncclGroupStart(), "ncclGroupStart"));
   Result r = Result::Success;
-  if (call.collective == Collective::AllGather) {
+  if (call.collective() == Collective::AllGather) {
     for (int p = 0; p < nranks_ && r == Result::Success; ++p) {
       if (p == rank_) continue;
       r = check(nccl_.ncclSend(send + skip, range.count, call.type, p, comm_, s), "ncclSend");
@@ -80,7 +80,7 @@ Result NcclSharePath::strided(const SplitCall& call, ShareRange range, cudaStrea
 
 // The range of every block packed in scratch, NCCL's own collective on it, and a strided copy
 // between scratch and the caller's blocks.
-Result NcclSharePath::strided_copied(const SplitCall& call, ShareRange range, cudaStream_t s) {
+Result NcclSharePath::strided_copied(const nccl::Call& call, ShareRange range, cudaStream_t s) {
   const size_t esize = datatype_size(static_cast<DataType>(call.type));
   const size_t part = range.count * esize, block = call.count * esize, skip = range.begin * esize;
   const auto n = static_cast<size_t>(nranks_);
@@ -96,7 +96,7 @@ Result NcclSharePath::strided_copied(const SplitCall& call, ShareRange range, cu
   auto* scratch = static_cast<unsigned char*>(scratch_);
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
-  if (call.collective == Collective::AllGather) {
+  if (call.collective() == Collective::AllGather) {
     BRAID_TRY(check(nccl_.ncclAllGather(send + skip, scratch_, range.count, call.type, comm_, s), "ncclAllGather"));
     for (size_t r = 0; r < n; ++r)
       BRAID_TRY(cuda_check(cudaMemcpyAsync(recv + r * block + skip, scratch + r * part, part, cudaMemcpyDeviceToDevice, s),
@@ -110,9 +110,9 @@ Result NcclSharePath::strided_copied(const SplitCall& call, ShareRange range, cu
                "ncclReduceScatter");
 }
 
-Result NcclSharePath::whole(const SplitCall& call, cudaStream_t s) {
+Result NcclSharePath::whole(const nccl::Call& call, cudaStream_t s) {
   const size_t n = call.count;
-  switch (call.collective) {
+  switch (call.collective()) {
     case Collective::AllReduce:
       return check(nccl_.ncclAllReduce(call.send, call.recv, n, call.type, call.op, comm_, s), "ncclAllReduce");
     case Collective::AllGather:
@@ -124,7 +124,7 @@ Result NcclSharePath::whole(const SplitCall& call, cudaStream_t s) {
     case Collective::Reduce:
       return check(nccl_.ncclReduce(call.send, call.recv, n, call.type, call.op, call.root, comm_, s), "ncclReduce");
     default:
-      return fail(Result::InternalError, "multipath: %s is not split", std::string(collective_name(call.collective)).c_str());
+      return fail(Result::InternalError, "multipath: %s is not split", std::string(collective_name(call.collective())).c_str());
   }
 }
 

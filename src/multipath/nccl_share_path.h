@@ -22,13 +22,13 @@ class NcclSharePath final : public SharePath {
   NcclSharePath& operator=(const NcclSharePath&) = delete;
 
   const char* name() const override { return "nccl"; }
-  bool carries(const ShareCall& share) const override { return splittable(share.call.collective); }
+  bool carries(const ShareCall& share) const override { return splittable(share.call.collective()); }
   Result enqueue(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* carried) override;
 
  private:
-  Result whole(const SplitCall& call, cudaStream_t s);
-  Result strided(const SplitCall& call, ShareRange range, cudaStream_t s);
-  Result strided_copied(const SplitCall& call, ShareRange range, cudaStream_t s);
+  Result whole(const nccl::Call& call, cudaStream_t s);
+  Result strided(const nccl::Call& call, ShareRange range, cudaStream_t s);
+  Result strided_copied(const nccl::Call& call, ShareRange range, cudaStream_t s);
   Result check(ncclResult_t r, const char* what) const;
 
   ncclComm_t comm_;

@@ -186,15 +186,15 @@ Orchestrator::~Orchestrator() {
   if (braid_ != nullptr) braidCommDestroy(braid_);
 }
 
-bool Orchestrator::takes(const SplitCall& call) const {
+bool Orchestrator::takes(const nccl::Call& call) const {
   if (copy_engines_take(call)) return true;
   return message_bytes(call, nranks_) >= ledger_->table().split_min_bytes();
 }
 
-bool Orchestrator::copy_engines_take(const SplitCall& call) const {
+bool Orchestrator::copy_engines_take(const nccl::Call& call) const {
   // AllReduce's NVLink path is a kernel on the GPU's SMs: beside a backward pass it cost DDP more
   // than it gained (docs/PERFORMANCE.md), so it has a threshold of its own.
-  const size_t copy_min = call.collective == Collective::AllReduce ? options_.nvlink_allreduce_min_bytes
+  const size_t copy_min = call.collective() == Collective::AllReduce ? options_.nvlink_allreduce_min_bytes
                                                                    : options_.nvlink_copy_min_bytes;
   return rides_copy_engines(call) && message_bytes(call, nranks_) >= copy_min;
 }
@@ -205,14 +205,14 @@ static RedOp builtin_or_premulsum(ncclRedOp_t op) {
 }
 
 // The call with its operator as braid names it, resolved no further (the share's scalar comes later).
-static ShareCall share_of(const SplitCall& call) {
+static ShareCall share_of(const nccl::Call& call) {
   ShareCall share;
   share.call = call;
   share.op = builtin_or_premulsum(call.op);
   return share;
 }
 
-bool Orchestrator::rides_copy_engines(const SplitCall& call) const {
+bool Orchestrator::rides_copy_engines(const nccl::Call& call) const {
   return copy_engines_ != nullptr && copy_engines_->carries(share_of(call));
 }
 
@@ -251,7 +251,7 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
   }
   const DataType type = static_cast<DataType>(r.what.type);
   BRAID_INFO(Balance, "split %s %s %s %zu B call %llu: nvlink (%s) %zu + pcie %zu elements, %.3f / %.3f ms, next pcie share %.4f, caller %.1f us",
-             std::string(collective_name(r.what.collective)).c_str(), std::string(datatype_name(type)).c_str(),
+             std::string(collective_name(r.what.collective())).c_str(), std::string(datatype_name(type)).c_str(),
              op_text(r.what.op).c_str(), r.bytes, static_cast<unsigned long long>(r.call),
              r.nvlink_copy ? "braid" : "nccl", r.nccl_elements, r.pcie_elements, r.nccl_seconds * 1e3,
              r.pcie_seconds * 1e3, r.next_pcie_share, r.caller_seconds * 1e6);
@@ -264,7 +264,7 @@ Result Orchestrator::drain() { return apply_settled(ledger_->calls(), true); }
 
 uint64_t Orchestrator::calls() const { return ledger_->calls(); }
 
-Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfile::Clock::time_point entered) {
+Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProfile::Clock::time_point entered) {
   const auto began = entered != CallerProfile::Clock::time_point{} ? entered : CallerProfile::Clock::now();
   const auto caller_seconds = [&] { return std::chrono::duration<double>(CallerProfile::Clock::now() - began).count(); };
   if (profile_ != nullptr) profile_->begin(began), profile_->mark(CallerProfile::kShim);
@@ -288,7 +288,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   const DataType type = static_cast<DataType>(call.type);
   job->record.what = call;
   job->record.bytes = message_bytes(call, nranks_);
-  BRAID_TRY(ledger_->next(call.collective, type, job->record.bytes, call.count, &job->ledger));
+  BRAID_TRY(ledger_->next(call.collective(), type, job->record.bytes, call.count, &job->ledger));
   const uint64_t call_number = job->ledger.call;
   const size_t nccl_elements = job->ledger.dedicated_elements;
   job->record.call = call_number;
@@ -319,7 +319,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
   // ranks' meeting, which must never wait for this thread, since an application thread may hold
   // CUDA's lock while it waits for the device and stop this thread's next CUDA call.
   const engine::BlockRange pcie_range{nccl_elements, job->ledger.pcie_elements};
-  Result r = braid_->engine->plan(call.collective, call.send, call.recv, call.count, type, job->share.op, call.root,
+  Result r = braid_->engine->plan(call.collective(), call.send, call.recv, call.count, type, job->share.op, call.root,
                                   pcie_range, &job->caller->queued);
   if (r != Result::Success) {
     lane_->settle_at_once(std::move(job));
@@ -331,7 +331,7 @@ Result Orchestrator::run(const SplitCall& call, cudaStream_t stream, CallerProfi
     said_pcie_share_ = true;
     BRAID_INFO(Balance, "multipath: rank %d/%d: call %llu (%s, %zu bytes) is the first with a PCIe share: elements %zu+%zu "
                "of every block through braid's engine, every GPU operation queued by the calling thread",
-               rank_, nranks_, static_cast<unsigned long long>(call_number), std::string(collective_name(call.collective)).c_str(),
+               rank_, nranks_, static_cast<unsigned long long>(call_number), std::string(collective_name(call.collective())).c_str(),
                job->record.bytes, nccl_elements, job->ledger.pcie_elements);
   }
   const std::shared_ptr<CallerPart> mine = job->caller;  // the lane owns the job from here
@@ -489,7 +489,7 @@ Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range,
   return copy_engines_->run(share, range, mine, stream, outcome, captured);
 }
 
-Result Orchestrator::run_captured(const SplitCall& call, cudaStream_t stream, bool* carried) {
+Result Orchestrator::run_captured(const nccl::Call& call, cudaStream_t stream, bool* carried) {
   *carried = false;
   BRAID_TRY(refuse_after_failure());
   if (!copy_engines_take(call) ||
@@ -524,6 +524,6 @@ Result Orchestrator::prepare_copy_engines() {
   return r;
 }
 
-void Orchestrator::trace_declined(const SplitCall& call, const char* reason) { trace_.declined(call, nranks_, reason); }
+void Orchestrator::trace_declined(const nccl::Call& call, const char* reason) { trace_.declined(call, nranks_, reason); }
 
 }  // namespace braid::multipath

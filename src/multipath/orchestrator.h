@@ -76,20 +76,20 @@ class Orchestrator : private LaneSteps {
 
   // Whether one of the paths takes a call of this collective and size (the rest of the decision
   // is multipath::admit's, which the shim asks).
-  bool takes(const SplitCall& call) const;
+  bool takes(const nccl::Call& call) const;
   // Writes a call braid's paths take but that went to NCCL alone, and why, to the split trace
   // (BRAID_SPLIT_TRACE, rank 0's) as {"declined": reason, ...}; nothing without one. Any thread.
-  void trace_declined(const SplitCall& call, const char* reason);
+  void trace_declined(const nccl::Call& call, const char* reason);
   // Splits `call` across both paths on `stream`: returns once both shares are queued (braid's on
   // the progress thread) and `stream` waits for them. `entered`: when the application's call
   // reached braid (the caller's host time counts from there), else now.
-  Result run(const SplitCall& call, cudaStream_t stream, CallerProfile::Clock::time_point entered = {});
+  Result run(const nccl::Call& call, cudaStream_t stream, CallerProfile::Clock::time_point entered = {});
   // A call captured into a CUDA graph on `stream` (every rank's is): braid's NVLink path carries
   // all of it where it would carry the call's NVLink share outside graphs, queued so that every
   // replay runs it (*carried); otherwise nothing is queued and the caller hands the call to NCCL.
   // braid's PCIe share is driven from the host, which a replay cannot be. The copy engines'
   // meeting is at capture, on this thread; a replay meets on the GPU only.
-  Result run_captured(const SplitCall& call, cudaStream_t stream, bool* carried);
+  Result run_captured(const nccl::Call& call, cudaStream_t stream, bool* carried);
   // Waits until every split call so far has run, and applies all their times to the table (tools
   // read history() after). Every rank must drain at the same point, or later splits disagree.
   Result drain();
@@ -127,11 +127,11 @@ class Orchestrator : private LaneSteps {
   Orchestrator() = default;
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
   // call applied so far found a buffer it could not share (the same answer on every rank).
-  bool rides_copy_engines(const SplitCall& call) const;
+  bool rides_copy_engines(const nccl::Call& call) const;
   // failure()'s error for a new call ("braid's PCIe path failed earlier"), or Success.
   Result refuse_after_failure() const;
   // And the call is large enough for it (BRAID_NVLINK_COPY_MIN_BYTES, BRAID_NVLINK_ALLREDUCE_MIN_BYTES).
-  bool copy_engines_take(const SplitCall& call) const;
+  bool copy_engines_take(const nccl::Call& call) const;
   // Writes `call` into stamp `which` when `stream` passes this point (timed calls).
   Result stamp(cudaStream_t stream, int which, uint64_t call);
 

@@ -14,7 +14,7 @@ class PeerSharePath final : public SharePath {
   explicit PeerSharePath(std::unique_ptr<peer::PeerPath> path) : path_(std::move(path)) {}
 
   const char* name() const override { return "copy engines"; }
-  bool carries(const ShareCall& share) const override { return path_->carries(share.call.collective, share.op); }
+  bool carries(const ShareCall& share) const override { return path_->carries(share.call.collective(), share.op); }
   Result enqueue(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* carried) override {
     peer::PeerPath::Publication mine;
     publish(share, range, &mine);
@@ -27,15 +27,15 @@ class PeerSharePath final : public SharePath {
   // a buffer may wait for the device), then the meeting and the queued share (the progress
   // thread's), saying why nothing was queued where nothing was.
   void publish(const ShareCall& share, ShareRange range, peer::PeerPath::Publication* mine) const {
-    const SplitCall& c = share.call;
-    path_->publish(c.collective, c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
+    const nccl::Call& c = share.call;
+    path_->publish(c.collective(), c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
   }
   Result run(const ShareCall& share, ShareRange range, const peer::PeerPath::Publication& mine, cudaStream_t stream,
              peer::PeerPath::Outcome* outcome, bool captured = false) {
     *outcome = peer::PeerPath::Outcome::Unshareable;
     if (range.begin != 0) return Result::Success;
-    const SplitCall& c = share.call;
-    return path_->run(c.collective, c.send, c.recv, c.count, static_cast<DataType>(c.type), share.op, range.count,
+    const nccl::Call& c = share.call;
+    return path_->run(c.collective(), c.send, c.recv, c.count, static_cast<DataType>(c.type), share.op, range.count,
                       mine, stream, outcome, captured);
   }
   peer::PeerPath& path() { return *path_; }

@@ -25,7 +25,7 @@ struct ShareRange {
 // A split call with its operator resolved (the application may destroy a PreMulSum operator as
 // soon as its call returns): `op` is the built-in operator or PreMulSum with `scalar` its host value.
 struct ShareCall {
-  SplitCall call;
+  nccl::Call call;
   RedOp op = RedOp::Sum;
   reduce::OpScalar scalar;
 };

@@ -1,4 +1,5 @@
-// One NCCL collective as the application called it, before it is split across paths.
+// What braid's split needs to know of a call (nccl/call.h): which collectives it splits, their
+// sizes and the buffers each rank uses.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,18 +8,9 @@
 #include <cstddef>
 
 #include "common/types.h"
+#include "nccl/call.h"
 
 namespace braid::multipath {
-
-struct SplitCall {
-  Collective collective = Collective::AllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;  // NCCL's: per rank, the send count (AllGather), the receive count (ReduceScatter)
-  ncclDataType_t type = ncclFloat32;
-  ncclRedOp_t op = ncclSum;
-  int root = 0;
-};
 
 // The collectives the orchestrator splits (AllToAll, Gather, Scatter and send/recv go to NCCL).
 inline bool splittable(Collective c) {
@@ -28,10 +20,10 @@ inline bool splittable(Collective c) {
 
 // The collective's size as nccl-tests counts it: the whole gathered/scattered buffer for
 // AllGather, ReduceScatter and AllToAll, the per-rank buffer otherwise.
-size_t message_bytes(const SplitCall& call, int nranks);
+size_t message_bytes(const nccl::Call& call, int nranks);
 // Whether message_bytes fits in a size_t: NCCL checks no size, and a call whose bytes braid cannot
 // count goes to NCCL alone. The call's type must be valid.
-bool message_bytes_fit(const SplitCall& call, int nranks);
+bool message_bytes_fit(const nccl::Call& call, int nranks);
 
 // Which buffers a collective uses at `rank`: both, except a broadcast's send buffer and a reduce's
 // receive buffer off the root (NCCL checks those at the root only).
@@ -39,7 +31,7 @@ struct BuffersUsed {
   bool send = true;
   bool recv = true;
 };
-BuffersUsed buffers_used(const SplitCall& call, int rank);
+BuffersUsed buffers_used(const nccl::Call& call, int rank);
 
 // The bytes of each buffer a collective reads or writes at `rank` (0 for one it leaves alone, as
 // buffers_used says). message_bytes_fit must hold.
@@ -47,6 +39,6 @@ struct BufferBytes {
   size_t send = 0;
   size_t recv = 0;
 };
-BufferBytes buffer_bytes(const SplitCall& call, int nranks, int rank);
+BufferBytes buffer_bytes(const nccl::Call& call, int nranks, int rank);
 
 }  // namespace braid::multipath

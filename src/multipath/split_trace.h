@@ -15,7 +15,7 @@ namespace braid::multipath {
 // What one split call did, for the log and the JSON trace.
 struct SplitRecord {
   uint64_t call = 0;
-  SplitCall what;
+  nccl::Call what;
   size_t bytes = 0;
   size_t nccl_elements = 0;  // the NVLink share: NCCL's, or the copy engines' when nvlink_copy
   bool nvlink_copy = false;
@@ -41,7 +41,7 @@ class SplitTrace {
   void open(const std::string& path);
   // Any thread: one fprintf per line, and stdio locks the FILE, so lines stay whole.
   void settled(const SplitRecord& r);
-  void declined(const SplitCall& call, int nranks, const char* reason);
+  void declined(const nccl::Call& call, int nranks, const char* reason);
 
  private:
   std::FILE* file_ = nullptr;

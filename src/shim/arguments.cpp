@@ -10,22 +10,6 @@
 
 namespace braid::shim {
 
-const char* operation_name(Operation operation) {
-  switch (operation) {
-    case Operation::AllReduce: return "AllReduce";
-    case Operation::Reduce: return "Reduce";
-    case Operation::Broadcast: return "Broadcast";
-    case Operation::AllGather: return "AllGather";
-    case Operation::ReduceScatter: return "ReduceScatter";
-    case Operation::AlltoAll: return "AlltoAll";
-    case Operation::Gather: return "Gather";
-    case Operation::Scatter: return "Scatter";
-    case Operation::Send: return "Send";
-    case Operation::Recv: return "Recv";
-  }
-  return "Invalid";
-}
-
 namespace {
 
 [[gnu::format(printf, 2, 3)]] ArgumentError error(ncclResult_t result, const char* fmt, ...) {
@@ -40,13 +24,13 @@ namespace {
 bool point_to_point(Operation operation) { return operation == Operation::Send || operation == Operation::Recv; }
 
 // ArgsCheck, in its order, then what taskAppend refuses before it queues anything.
-std::optional<ArgumentError> args_refusal(const CallArguments& call, int nranks) {
+std::optional<ArgumentError> args_refusal(const nccl::Call& call, int nranks) {
   const char* name = operation_name(call.operation);
   // A send/recv's peer is NCCL's root, and so is the text.
   if (call.root < 0 || call.root >= nranks)
     return error(ncclInvalidArgument, "%s : invalid root %d (root should be in the 0..%d range)", name, call.root,
                  nranks);
-  const int type = static_cast<int>(call.datatype);
+  const int type = static_cast<int>(call.type);
   if (type < 0 || type >= ncclNumTypes) return error(ncclInvalidArgument, "%s : invalid type %d", name, type);
   const int op = static_cast<int>(call.op);
   if (op < 0) return error(ncclInvalidArgument, "%s : invalid reduction operation %d", name, op);
@@ -65,8 +49,8 @@ std::optional<ArgumentError> args_refusal(const CallArguments& call, int nranks)
     const char* v = std::getenv("NCCL_CHECK_POINTERS");
     return v != nullptr && std::atoi(v) == 1;
   }();
-  if (*made_for != call.datatype && nccl_checks_pointers) return std::nullopt;
-  if (*made_for != call.datatype)
+  if (*made_for != call.type && nccl_checks_pointers) return std::nullopt;
+  if (*made_for != call.type)
     return error(ncclInvalidArgument,
                  "Data type supplied to user-created ncclRedOp_t does not match type given to reduction operation");
   return std::nullopt;
@@ -84,7 +68,7 @@ bool nccl_answers_first(ncclComm_t comm) {
 
 }  // namespace
 
-std::optional<ArgumentError> refusal(const CallArguments& call) {
+std::optional<ArgumentError> refusal(const nccl::Call& call) {
   const char* name = operation_name(call.operation);
   if (call.comm == nullptr) return error(ncclInvalidArgument, "%s : comm argument is NULL", name);
   const std::optional<CommState> state = comm_table().find(call.comm);

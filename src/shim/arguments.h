@@ -16,25 +16,13 @@
 #include <optional>
 #include <string>
 
+#include "nccl/call.h"
+
 namespace braid::shim {
 
-// The calls NCCL checks through ncclEnqueueCheck (ncclBcast is NCCL's Broadcast).
-enum class Operation { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, Send, Recv };
-
-// The name NCCL's texts give the operation: "AllReduce", "Send", ...
-const char* operation_name(Operation operation);
-
-// One call as NCCL's ncclInfo records it.
-struct CallArguments {
-  Operation operation = Operation::AllReduce;
-  const void* sendbuff = nullptr;
-  const void* recvbuff = nullptr;  // a send's buffer too
-  size_t count = 0;
-  ncclDataType_t datatype = ncclFloat32;
-  ncclRedOp_t op = ncclSum;  // ncclSum where the API takes no operator, as NCCL fills it in
-  int root = 0;              // the root, a send/recv's peer; 0 where the API takes none
-  ncclComm_t comm = nullptr;
-};
+// The calls NCCL checks through ncclEnqueueCheck: every nccl::Call.
+using nccl::Operation;
+using nccl::operation_name;
 
 struct ArgumentError {
   ncclResult_t result = ncclInvalidArgument;
@@ -45,6 +33,6 @@ struct ArgumentError {
 // communicator braid does not know (or whose size it does not know yet), a non-blocking one (NCCL
 // also records the error as the communicator's asynchronous error), or one with an asynchronous
 // error already (NCCL returns that before looking at the arguments).
-std::optional<ArgumentError> refusal(const CallArguments& call);
+std::optional<ArgumentError> refusal(const nccl::Call& call);
 
 }  // namespace braid::shim

@@ -165,7 +165,7 @@ BufferFit buffer_fit(const void* buffer, int device) {
 
 // Only the buffers the call uses at this rank must fit (multipath::buffers_used); braid's path
 // checks every buffer it is given that is not null.
-BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
+BufferFit buffers_fit(const nccl::Call& call, const CommState& state, BraidPart& path) {
   const multipath::BuffersUsed uses = multipath::buffers_used(call, state.rank);
   const auto fit = [&](const void* buffer, bool used) {
     if (buffer == nullptr) return used ? BufferFit::Unusable : BufferFit::Usable;
@@ -183,9 +183,9 @@ BufferFit buffers_fit(const multipath::SplitCall& call, const CommState& state, 
 
 // taskAppend refuses FP8 reductions below sm90 (NCCL asks the communicator's oldest GPU; braid
 // knows its own, the same on the machines it targets).
-bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
+bool fp8_reduction_supported(const nccl::Call& call, const CommState& state, BraidPart& path) {
   const bool fp8 = call.type == ncclFloat8e4m3 || call.type == ncclFloat8e5m2;
-  if (!fp8 || !collective_reduces(call.collective)) return true;
+  if (!fp8 || !collective_reduces(call.collective())) return true;
   if (path.compute_major < 0) {
     int major = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, state.cuda_device) != cudaSuccess) {
@@ -202,7 +202,7 @@ bool fp8_reduction_supported(const multipath::SplitCall& call, const CommState& 
 // split it later, and before the exchange that makes the path. A call failing it goes to NCCL
 // alone, which refuses it (NCCL_CHECK_POINTERS=1, FP8 below sm90, an asynchronous error of the
 // communicator) or runs it, exactly as without braid; Staged: its buffers must be staged.
-BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path) {
+BufferFit gpu_allows_split(ncclComm_t comm, const nccl::Call& call, const CommState& state, BraidPart& path) {
   const nccl::RealNccl& real = nccl::real_nccl();
   ncclResult_t async = ncclSuccess;
   // ncclInProgress is no error (NCCL may still be connecting); a rank that read it as one would
@@ -216,7 +216,7 @@ BufferFit gpu_allows_split(ncclComm_t comm, const multipath::SplitCall& call, co
 
 // The split call on staged buffers (staged_call.h): a rank whose buffers braid's path cannot take
 // still splits as its peers do. Not under capture: there such calls go to NCCL as before.
-ncclResult_t run_staged(const multipath::SplitCall& call, const CommState& state, BraidPart& path, cudaStream_t stream,
+ncclResult_t run_staged(const nccl::Call& call, const CommState& state, BraidPart& path, cudaStream_t stream,
                         multipath::CallerProfile::Clock::time_point entered) {
   static std::once_flag said;
   std::call_once(said, [&] {
@@ -244,7 +244,7 @@ bool may_make_part(const BraidPart& path, Collective collective, size_t bytes) {
 // `path` locked.
 class CallProbes final : public multipath::AdmissionProbes {
  public:
-  CallProbes(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path,
+  CallProbes(ncclComm_t comm, const nccl::Call& call, const CommState& state, BraidPart& path,
              cudaStream_t stream)
       : comm_(comm), call_(call), state_(state), path_(path), stream_(stream) {}
   bool capturing() override {
@@ -258,7 +258,7 @@ class CallProbes final : public multipath::AdmissionProbes {
 
  private:
   ncclComm_t comm_;
-  const multipath::SplitCall& call_;
+  const nccl::Call& call_;
   const CommState& state_;
   BraidPart& path_;
   cudaStream_t stream_;
@@ -274,18 +274,18 @@ class NoProbes final : public multipath::AdmissionProbes {
 };
 
 // What the call and the thread's group say, before the communicator is looked up.
-multipath::AdmissionFacts call_facts(const multipath::SplitCall& call, const Grouping& group) {
+multipath::AdmissionFacts call_facts(const nccl::Call& call, const Grouping& group) {
   multipath::AdmissionFacts f;
-  f.collective = call.collective;
+  f.collective = call.collective();
   f.type_valid = datatype_valid(static_cast<int>(call.type));
-  f.premulsum = call.op >= ncclNumOps && collective_reduces(call.collective);
+  f.premulsum = call.op >= ncclNumOps && collective_reduces(call.collective());
   f.in_group = group.in_group;
   f.group_defers = group.defers;
   return f;
 }
 
 // The communicator's facts and its part's (with `path` locked when it has one).
-void add_comm_facts(const multipath::SplitCall& call, const CommState& state, multipath::AdmissionFacts* f) {
+void add_comm_facts(const nccl::Call& call, const CommState& state, multipath::AdmissionFacts* f) {
   f->comm_known = state.braid_part != nullptr && state.complete();
   f->nranks = state.nranks;
   f->blocking = state.blocking;
@@ -297,16 +297,16 @@ void add_comm_facts(const multipath::SplitCall& call, const CommState& state, mu
     f->group_min_bytes = state.braid_part->options.group_min_bytes;
   }
 }
-void add_part_facts(const multipath::SplitCall& call, const BraidPart& path, multipath::AdmissionFacts* f) {
+void add_part_facts(const nccl::Call& call, const BraidPart& path, multipath::AdmissionFacts* f) {
   f->part_attempted = path.attempted;
   f->part_made = path.orchestrator != nullptr;
-  f->part_may_make = !path.attempted && f->bytes_fit && may_make_part(path, call.collective, f->bytes);
+  f->part_may_make = !path.attempted && f->bytes_fit && may_make_part(path, call.collective(), f->bytes);
   f->part_takes = f->part_made && f->bytes_fit && path.orchestrator->takes(call);
 }
 
 // Says the decision: every call at TRACE, and at INFO the first call of each reason on the
 // communicator (BRAID_DEBUG_SUBSYS=COLL).
-void say(ncclComm_t comm, const multipath::SplitCall& call, const multipath::Admission& a, const CommState* state,
+void say(ncclComm_t comm, const nccl::Call& call, const multipath::Admission& a, const CommState* state,
          BraidPart* path) {
   const int rank = state != nullptr ? state->rank : -1;
   const uint32_t bit = 1u << static_cast<uint32_t>(a.reason);
@@ -317,7 +317,7 @@ void say(ncclComm_t comm, const multipath::SplitCall& call, const multipath::Adm
   const std::string type = datatype_valid(static_cast<int>(call.type))
                                ? std::string(datatype_name(static_cast<DataType>(call.type)))
                                : "type " + std::to_string(static_cast<int>(call.type));
-  const std::string text = std::string(collective_name(call.collective)) + " of " + std::to_string(call.count) + " " +
+  const std::string text = std::string(collective_name(call.collective())) + " of " + std::to_string(call.count) + " " +
                            type + ": " + multipath::route_name(a.route) + " (" + multipath::reason_text(a.reason) + ")";
   if (first) {
     BRAID_INFO(Coll, "multipath: rank %d, communicator %p: %s (said once per reason and communicator)", rank,
@@ -330,7 +330,7 @@ void say(ncclComm_t comm, const multipath::SplitCall& call, const multipath::Adm
 // The first call braid's part may take: the ranks agree which paths may run and make the part,
 // every rank at this call or none.
 enum class Making { Made, Nccl, Failed };
-Making make_part(ncclComm_t comm, const multipath::SplitCall& call, const CommState& state, BraidPart& path,
+Making make_part(ncclComm_t comm, const nccl::Call& call, const CommState& state, BraidPart& path,
                  bool allowed, size_t bytes, ncclResult_t* failed) {
   // Making the path is collective (braid's bootstrap, segments, the NVLink path): every rank
   // enters it at this call or none does. This rank's own answer must not keep it out alone, or
@@ -367,7 +367,7 @@ Making make_part(ncclComm_t comm, const multipath::SplitCall& call, const CommSt
     return Making::Nccl;
   }
   // braid makes its part at the first call one of its paths takes, every rank at the same call.
-  if (!multipath::takes(*path.admitted, path.thresholds, call.collective, bytes)) return Making::Nccl;
+  if (!multipath::takes(*path.admitted, path.thresholds, call.collective(), bytes)) return Making::Nccl;
   path.attempted = true;
   path.admitted = multipath::made_at(*path.admitted, path.thresholds, bytes);
   make_orchestrator(comm, state, path, *path.admitted);
@@ -375,7 +375,7 @@ Making make_part(ncclComm_t comm, const multipath::SplitCall& call, const CommSt
 }
 
 // Runs a call the decision gave braid's paths; false: NCCL alone takes it after all.
-bool run_taken(const multipath::SplitCall& call, const multipath::Admission& a, const CommState& state, BraidPart& path,
+bool run_taken(const nccl::Call& call, const multipath::Admission& a, const CommState& state, BraidPart& path,
                cudaStream_t stream, multipath::CallerProfile::Clock::time_point entered, ncclResult_t* result) {
   if (a.route == multipath::Route::Staged) {
     *result = run_staged(call, state, path, stream, entered);
@@ -404,13 +404,13 @@ bool run_taken(const multipath::SplitCall& call, const multipath::Admission& a, 
 
 }  // namespace
 
-Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, const Grouping& group,
+Handled split_or_hold(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, const Grouping& group,
                       ncclResult_t* result) {
   const auto entered = multipath::CallerProfile::Clock::now();
   multipath::AdmissionFacts facts = call_facts(call, group);
   // Calls braid never splits cost no lookup.
   std::optional<CommState> state;
-  if (multipath::splittable(call.collective) && facts.type_valid) state = comm_table().find(comm);
+  if (multipath::splittable(call.collective()) && facts.type_valid) state = comm_table().find(comm);
   if (state) add_comm_facts(call, *state, &facts);
   if (!facts.comm_known) {
     NoProbes none;
@@ -444,7 +444,7 @@ Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStr
   }
 }
 
-bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result) {
+bool split_now(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, ncclResult_t* result) {
   return split_or_hold(comm, call, stream, Grouping{}, result) == Handled::Ran;
 }
 
@@ -492,8 +492,8 @@ void abort_braid_part(BraidPart& path) {
 namespace {
 
 // The exchange `call` makes, the same on every rank (the counts and the root are every rank's).
-route::ExchangeLayout exchange_layout(const CallArguments& call, int nranks) {
-  const size_t element = datatype_size(static_cast<DataType>(call.datatype));
+route::ExchangeLayout exchange_layout(const nccl::Call& call, int nranks) {
+  const size_t element = datatype_size(static_cast<DataType>(call.type));
   switch (call.operation) {
     case Operation::Gather: return route::gather_layout(nranks, call.root, call.count, element);
     case Operation::Scatter: return route::scatter_layout(nranks, call.root, call.count, element);
@@ -507,9 +507,9 @@ bool routable(Operation operation) {
   return operation == Operation::AlltoAll || operation == Operation::Gather || operation == Operation::Scatter;
 }
 
-bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result) {
+bool try_route_exchange(const nccl::Call& call, cudaStream_t stream, ncclResult_t* result) {
   if (!routable(call.operation) || settings().route_exchanges <= 0) return false;
-  if (!datatype_valid(static_cast<int>(call.datatype))) return false;
+  if (!datatype_valid(static_cast<int>(call.type))) return false;
   auto state = comm_table().find(call.comm);
   if (!state || !state->braid_part || state->revoked || state->nranks == 1) return false;
   BraidPart& path = *state->braid_part;
@@ -521,7 +521,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   }
   // Each flow of the three is `count` elements. Every rank sees the same count: these answers are
   // every rank's.
-  const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.datatype));
+  const size_t flow_bytes = call.count * datatype_size(static_cast<DataType>(call.type));
   const size_t min_bytes = path.options.route_min_bytes;
   if (flow_bytes == 0 || flow_bytes < min_bytes) {
     say_declined(call.comm, path, state->rank, RouteDecline::SmallCollective,
@@ -563,7 +563,7 @@ bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResu
   }
   if (!path.routed) return false;
   bool routed = false;
-  const Result r = path.routed->exchange(layout, call.sendbuff, const_cast<void*>(call.recvbuff), stream, &routed);
+  const Result r = path.routed->exchange(layout, call.send, call.recv, stream, &routed);
   if (r == Result::Success && !routed) {
     say_declined(call.comm, path, state->rank, RouteDecline::PathDeclined, "an nccl%s goes to NCCL: %s", name,
                  path.routed->declined());

@@ -114,10 +114,10 @@ enum class Handled {
 // One decision per call (multipath::admit), with its reason said in the log and the split trace,
 // then acted on: the part made at the first call it may take, the call split, staged, carried
 // whole by braid's NVLink path under capture, or left to NCCL.
-Handled split_or_hold(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, const Grouping& group,
+Handled split_or_hold(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, const Grouping& group,
                       ncclResult_t* result);
 // The same outside any group (calls held until their group ended): whether it ran.
-bool split_now(ncclComm_t comm, const multipath::SplitCall& call, cudaStream_t stream, ncclResult_t* result);
+bool split_now(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, ncclResult_t* result);
 
 // Whether braid's routed exchange takes `operation` (ncclAlltoAll, ncclGather, ncclScatter).
 bool routable(Operation operation);
@@ -125,7 +125,7 @@ bool routable(Operation operation);
 // caller must give it to NCCL (off, inside a group, below BRAID_ROUTE_MIN_BYTES per flow, captured
 // in a CUDA graph, or the routing keeps every flow direct), each reason said once per communicator
 // (say_declined). `result` is the routed call's result.
-bool try_route_exchange(const CallArguments& call, cudaStream_t stream, ncclResult_t* result);
+bool try_route_exchange(const nccl::Call& call, cudaStream_t stream, ncclResult_t* result);
 
 // Whether `stream` is being captured into a CUDA graph (or cannot be asked): braid's paths leave
 // such calls to NCCL.

@@ -25,7 +25,7 @@ struct Held {
   cudaStream_t stream = nullptr;
   std::function<ncclResult_t()> to_nccl;
 };
-using HeldCollective = Held<multipath::SplitCall>;
+using HeldCollective = Held<nccl::Call>;
 
 // Each held call to NCCL, in order, and the list emptied; the first error.
 template <typename Call>

@@ -270,7 +270,7 @@ ncclResult_t operation(bool collective, ToNccl to_nccl) {
 // A collective braid may split: split it (or, inside a group, hold it to split at the group's
 // end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
-ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall& call, cudaStream_t stream,
+ncclResult_t split_or_forward(ncclComm_t comm, const braid::nccl::Call& call, cudaStream_t stream,
                               ToNccl to_nccl) {
   if (braid_enabled() && real_nccl().found) {
     auto& group = braid::shim::this_thread_group();
@@ -292,31 +292,14 @@ ncclResult_t split_or_forward(ncclComm_t comm, const braid::multipath::SplitCall
   return operation(true, to_nccl);
 }
 
-using braid::Collective;
-using braid::multipath::SplitCall;
-using braid::shim::CallArguments;
-using braid::shim::Operation;
-
-// The call as braid's split path describes it, for the five collectives braid splits.
-std::optional<SplitCall> split_call_of(const CallArguments& c) {
-  const auto split = [&](Collective collective) {
-    return SplitCall{collective, c.sendbuff, const_cast<void*>(c.recvbuff), c.count, c.datatype, c.op, c.root};
-  };
-  switch (c.operation) {
-    case Operation::AllReduce: return split(Collective::AllReduce);
-    case Operation::Reduce: return split(Collective::Reduce);
-    case Operation::Broadcast: return split(Collective::Broadcast);
-    case Operation::AllGather: return split(Collective::AllGather);
-    case Operation::ReduceScatter: return split(Collective::ReduceScatter);
-    default: return std::nullopt;
-  }
-}
+using braid::nccl::Call;
+using braid::nccl::Operation;
 
 // NCCL's refusal of the call (arguments.h), given before braid splits, holds or forwards it.
 // Inside a group the refused call still goes to NCCL: NCCL's group records the error, so its
 // ncclGroupEnd fails and launches nothing, as without braid.
 template <typename ToNccl>
-std::optional<ncclResult_t> refuse(const CallArguments& call, ToNccl to_nccl) {
+std::optional<ncclResult_t> refuse(const Call& call, ToNccl to_nccl) {
   if (!braid_enabled() || !real_nccl().found) return std::nullopt;
   const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call);
   if (!refused) return std::nullopt;
@@ -329,7 +312,7 @@ std::optional<ncclResult_t> refuse(const CallArguments& call, ToNccl to_nccl) {
 // Every collective and send/recv: checked, then split (or held to split at its group's end) or
 // handed to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
-ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_nccl) {
+ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
   if (nested_in_braid()) return to_nccl();
   if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
   if (braid::shim::routable(call.operation) && braid_enabled() && real_nccl().found) {
@@ -339,17 +322,16 @@ ncclResult_t issue(const CallArguments& call, cudaStream_t stream, ToNccl to_ncc
       return result;
     }
   }
-  if (const std::optional<SplitCall> split = split_call_of(call))
-    return split_or_forward(call.comm, *split, stream, to_nccl);
+  if (braid::multipath::splittable(call.collective())) return split_or_forward(call.comm, call, stream, to_nccl);
   const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
   if (point_to_point && braid_enabled() && real_nccl().found) {
     // Held for the group's end (routed there, or given to NCCL by every rank alike), or to NCCL now,
     // which this rank's next slot on the board must learn before the call reaches NCCL.
     const braid::route::PeerCall peer_call{
         call.operation == Operation::Send ? braid::route::PeerCall::Send : braid::route::PeerCall::Recv, call.root,
-        const_cast<void*>(call.recvbuff),
-        braid::datatype_valid(static_cast<int>(call.datatype))
-            ? call.count * braid::datatype_size(static_cast<braid::DataType>(call.datatype))
+        call.recv,
+        braid::datatype_valid(static_cast<int>(call.type))
+            ? call.count * braid::datatype_size(static_cast<braid::DataType>(call.type))
             : 0};
     if (braid::shim::hold_p2p(call.comm, peer_call, stream, to_nccl)) {
       braid::shim::this_thread_group().on_operation(false);
@@ -696,7 +678,7 @@ BRAID_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataT
                                    ncclComm_t comm, cudaStream_t stream) {
   // NCCL records a send's buffer as its receive buffer, and the peer as its root.
   return guarded(__func__, [&] {
-    return issue({Operation::Send, nullptr, sendbuff, count, datatype, ncclSum, peer, comm}, stream,
+    return issue({Operation::Send, nullptr, const_cast<void*>(sendbuff), count, datatype, ncclSum, peer, comm}, stream,
                  [=] { return BRAID_FORWARD(ncclSend, sendbuff, count, datatype, peer, comm, stream); });
   });
 }

@@ -11,7 +11,7 @@ size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-Result StagedCall::stage(const multipath::SplitCall& original, int nranks, int rank, StagingMemory& memory,
+Result StagedCall::stage(const nccl::Call& original, int nranks, int rank, StagingMemory& memory,
                          cudaStream_t stream, StagedCall* out) {
   *out = StagedCall{};
   out->original_ = original;

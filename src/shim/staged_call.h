@@ -19,18 +19,18 @@ class StagedCall {
  public:
   // Takes `memory` (current device: the communicator's) and queues the copy of the buffers the
   // call reads, on `stream`.
-  static Result stage(const multipath::SplitCall& original, int nranks, int rank, StagingMemory& memory,
+  static Result stage(const nccl::Call& original, int nranks, int rank, StagingMemory& memory,
                       cudaStream_t stream, StagedCall* out);
   // The call on the staged memory.
-  const multipath::SplitCall& call() const { return staged_; }
+  const nccl::Call& call() const { return staged_; }
   // Queues the copy of the result to the application's receive buffer on `stream`, after the split
   // call was queued there, and hands the memory to the next call. `split_failed`: braid's share may
   // still touch the memory, so it is left allocated for good.
   Result finish(cudaStream_t stream, bool split_failed);
 
  private:
-  multipath::SplitCall original_{};
-  multipath::SplitCall staged_{};
+  nccl::Call original_{};
+  nccl::Call staged_{};
   multipath::BufferBytes bytes_{};
   StagingMemory* memory_ = nullptr;
 };

@@ -63,7 +63,7 @@ class NcclSharePathTest : public testing::Test {
   }
   ShareCall call(Collective c, size_t count) {
     ShareCall s;
-    s.call.collective = c;
+    s.call.operation = nccl::operation_of(c);
     s.call.send = send_.data();
     s.call.recv = recv_.data();
     s.call.count = count;

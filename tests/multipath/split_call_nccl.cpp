@@ -7,9 +7,9 @@
 namespace braid::multipath {
 namespace {
 
-SplitCall call_of(Collective collective, size_t count, ncclDataType_t type, int root = 0) {
-  SplitCall c;
-  c.collective = collective;
+nccl::Call call_of(Collective collective, size_t count, ncclDataType_t type, int root = 0) {
+  nccl::Call c;
+  c.operation = nccl::operation_of(collective);
   c.count = count;
   c.type = type;
   c.root = root;
@@ -35,7 +35,7 @@ TEST(SplitCallBytes, ReduceScatterSendsEveryRanksBlockAndReceivesOne) {
 }
 
 TEST(SplitCallBytes, BroadcastReadsTheSendBufferAtItsRootOnly) {
-  const SplitCall c = call_of(Collective::Broadcast, 10, ncclInt64, /*root=*/1);
+  const nccl::Call c = call_of(Collective::Broadcast, 10, ncclInt64, /*root=*/1);
   EXPECT_EQ(buffer_bytes(c, 2, 1).send, 80u);
   EXPECT_EQ(buffer_bytes(c, 2, 0).send, 0u);
   EXPECT_EQ(buffer_bytes(c, 2, 0).recv, 80u);
@@ -43,7 +43,7 @@ TEST(SplitCallBytes, BroadcastReadsTheSendBufferAtItsRootOnly) {
 }
 
 TEST(SplitCallBytes, ReduceWritesTheReceiveBufferAtItsRootOnly) {
-  const SplitCall c = call_of(Collective::Reduce, 10, ncclUint8, /*root=*/0);
+  const nccl::Call c = call_of(Collective::Reduce, 10, ncclUint8, /*root=*/0);
   EXPECT_EQ(buffer_bytes(c, 2, 0).recv, 10u);
   EXPECT_EQ(buffer_bytes(c, 2, 1).recv, 0u);
   EXPECT_EQ(buffer_bytes(c, 2, 1).send, 10u);

@@ -112,10 +112,10 @@ std::vector<multipath::SplitRecord> BraidPath::take_splits() {
 // What the drop-in does with the call on device buffers, uncaptured (multipath::admit): split it
 // when braid splits the collective and its paths take the size, else NCCL alone.
 void BraidPath::issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv) {
-  multipath::SplitCall call{spec.collective, send, recv, spec.shape.param_count, nccl_type(spec.type),
-                            op_for(rank, spec), spec.root};
+  nccl::Call call{nccl::operation_of(spec.collective), send, recv, spec.shape.param_count, nccl_type(spec.type),
+                  op_for(rank, spec), spec.root, nccl_comms_[rank]};
   const bool premulsum = spec.op == RedOp::PreMulSum && collective_reduces(spec.collective);
-  if (multipath::splittable(call.collective) && !premulsum && orchestrators_[rank]->takes(call)) {
+  if (multipath::splittable(call.collective()) && !premulsum && orchestrators_[rank]->takes(call)) {
     BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, streams_[rank])), nullptr);
     return;
   }
