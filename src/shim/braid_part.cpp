@@ -404,9 +404,9 @@ bool run_taken(const nccl::Call& call, const multipath::Admission& a, const Comm
 
 }  // namespace
 
-Handled split_or_hold(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, const Grouping& group,
-                      ncclResult_t* result) {
+Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Grouping& group, ncclResult_t* result) {
   const auto entered = multipath::CallerProfile::Clock::now();
+  const ncclComm_t comm = call.comm;
   multipath::AdmissionFacts facts = call_facts(call, group);
   // Calls braid never splits cost no lookup.
   std::optional<CommState> state;
@@ -444,8 +444,8 @@ Handled split_or_hold(ncclComm_t comm, const nccl::Call& call, cudaStream_t stre
   }
 }
 
-bool split_now(ncclComm_t comm, const nccl::Call& call, cudaStream_t stream, ncclResult_t* result) {
-  return split_or_hold(comm, call, stream, Grouping{}, result) == Handled::Ran;
+bool split_now(const nccl::Call& call, cudaStream_t stream, ncclResult_t* result) {
+  return split_or_hold(call, stream, Grouping{}, result) == Handled::Ran;
 }
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {

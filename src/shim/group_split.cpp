@@ -29,7 +29,7 @@ ncclResult_t run_in_order(const std::vector<const HeldCollective*>& calls) {
   ncclResult_t first = ncclSuccess;
   for (const HeldCollective* h : calls) {
     ncclResult_t r = ncclSuccess;
-    if (!split_now(h->comm, h->call, h->stream, &r)) r = h->to_nccl();
+    if (!split_now(h->call, h->stream, &r)) r = h->to_nccl();
     if (first == ncclSuccess && r != ncclSuccess) first = r;
   }
   return first;

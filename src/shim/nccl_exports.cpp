@@ -270,16 +270,15 @@ ncclResult_t operation(bool collective, ToNccl to_nccl) {
 // A collective braid may split: split it (or, inside a group, hold it to split at the group's
 // end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
-ncclResult_t split_or_forward(ncclComm_t comm, const braid::nccl::Call& call, cudaStream_t stream,
-                              ToNccl to_nccl) {
+ncclResult_t split_or_forward(const braid::nccl::Call& call, cudaStream_t stream, ToNccl to_nccl) {
   if (braid_enabled() && real_nccl().found) {
     auto& group = braid::shim::this_thread_group();
     const braid::shim::Grouping grouping{group.in_group(),
                                          group.deferring() && braid::shim::this_thread_held_p2p().empty()};
     ncclResult_t result = ncclSuccess;
-    switch (braid::shim::split_or_hold(comm, call, stream, grouping, &result)) {
+    switch (braid::shim::split_or_hold(call, stream, grouping, &result)) {
       case braid::shim::Handled::Held:
-        braid::shim::this_thread_held().push_back({comm, call, stream, to_nccl});
+        braid::shim::this_thread_held().push_back({call.comm, call, stream, to_nccl});
         group.on_operation(true);
         return ncclSuccess;
       case braid::shim::Handled::Ran:
@@ -322,7 +321,7 @@ ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
       return result;
     }
   }
-  if (braid::multipath::splittable(call.collective())) return split_or_forward(call.comm, call, stream, to_nccl);
+  if (braid::multipath::splittable(call.collective())) return split_or_forward(call, stream, to_nccl);
   const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
   if (point_to_point && braid_enabled() && real_nccl().found) {
     // Held for the group's end (routed there, or given to NCCL by every rank alike), or to NCCL now,
