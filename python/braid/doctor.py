@@ -35,7 +35,8 @@ ALWAYS_TO_NCCL = [
     "captured in a CUDA graph, unless braid's NVLink path carries it whole (all_reduce/all_gather "
     "from BRAID_NVLINK_GRAPH_MIN_BYTES): a replay cannot repeat braid's host-driven PCIe share",
     "on a non-blocking communicator, one with an asynchronous error, or one with a single rank",
-    "buffers that are not device (or managed) memory of the communicator's GPU",
+    "buffers CUDA does not map for devices (pinned host memory or another GPU's is staged through device "
+    "memory and split, except in a CUDA graph)",
     "FP8 reductions on GPUs below sm90, and PreMulSum operators (each rank may bring its own scalar)",
 ]
 
