@@ -237,8 +237,8 @@ void Orchestrator::record_applied(LaneJob& job, const std::vector<double>& secon
   SplitRecord& r = static_cast<Job&>(job).record;
   if (const CallerPart& caller = *static_cast<Job&>(job).caller; r.pcie_elements > 0) {
     // The calling thread's outcomes, written after the hand-on (read here, on that thread).
-    r.nvlink_copy = caller.nvlink.nvlink_copy;
-    r.caller_seconds = caller.nvlink.caller_seconds;
+    r.nvlink_copy = caller.nvlink_copy;
+    r.caller_seconds = caller.caller_seconds;
   }
   r.next_pcie_share = next_share;
   if (!seconds.empty()) {
@@ -303,7 +303,7 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   // thread: its record meets no other rank (only calls with a PCIe share exchange times).
   if (!job->pcie()) {
     mark(CallerProfile::kPrepare);
-    const Result r = caller_nvlink_share(job->share, ShareRange{0, call.count}, stream, &job->record);
+    const Result r = caller_nvlink_share(job->share, ShareRange{0, call.count}, stream, &job->record.nvlink_copy);
     mark(CallerProfile::kNccl);
     job->record.caller_seconds = caller_seconds();
     lane_->settle_at_once(std::move(job));
@@ -335,7 +335,7 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
                job->record.bytes, nccl_elements, job->ledger.pcie_elements);
   }
   const std::shared_ptr<CallerPart> mine = job->caller;  // the lane owns the job from here
-  mine->nvlink = job->record;
+  mine->nvlink_copy = job->record.nvlink_copy;
   const bool timed = job->timed();
   const ShareCall share = job->share;
   bool woke = false;
@@ -345,13 +345,13 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   r = braid_->engine->issue(mine->queued);  // the fork, then the share's copies, gated on the meeting
   if (r == Result::Success && timed) r = stamp(stream, kForkStamp, call_number);
   mark(CallerProfile::kFork);
-  if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &mine->nvlink);
+  if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &mine->nvlink_copy);
   if (r == Result::Success && timed) r = stamp(stream, kNvlinkStamp, call_number);
   mark(CallerProfile::kNccl);
   // The join: the caller's stream waits for the PCIe share's queues (events).
   if (r == Result::Success) r = braid_->engine->join_queued();
   mark(CallerProfile::kJoin);
-  if (r == Result::Success) mine->nvlink.caller_seconds = caller_seconds();
+  if (r == Result::Success) mine->caller_seconds = caller_seconds();
   if (!lane_->async()) lane_->submit(std::move(job));
   mark(CallerProfile::kHandOn);
   if (profile_ != nullptr) {
@@ -458,8 +458,8 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
 }
 
 Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream,
-                                         SplitRecord* record) {
-  if (record->nvlink_copy) {
+                                         bool* nvlink_copy) {
+  if (*nvlink_copy) {
     // The copy engines meet on a meeting of their own (engine::Communicator::Meeting::Path): the
     // progress thread meets on the engine's at the same time for PCIe shares and their timings.
     // On one meeting the ranks' exchanges paired up wrong ("mismatched collectives" on the rig).
@@ -468,7 +468,7 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
     cudaSetDevice(device_);
     if (outcome == peer::PeerPath::Outcome::Carried) return Result::Success;
     // Every rank learned it in the same meeting: NCCL carries this share on every rank.
-    record->nvlink_copy = false;
+    *nvlink_copy = false;
     if (!copy_refused_logged_) {
       copy_refused_logged_ = true;
       BRAID_INFO(Balance, "multipath: a rank's buffer of this call is null or cannot be shared with its peers; NCCL "

@@ -114,7 +114,8 @@ class Orchestrator : private LaneSteps {
   // failed job while that thread issues): shared, so that it outlives whichever lets go last.
   struct CallerPart {
     engine::QueuedCollective queued;  // the PCIe share, planned then issued by the calling thread
-    SplitRecord nvlink;               // the NVLink share's outcome (nvlink_copy) and the caller's time
+    bool nvlink_copy = false;         // the copy engines carried the NVLink share
+    double caller_seconds = 0;        // the calling thread's time in the call
   };
   // One split call, as the progress thread gets it: its host half.
   struct Job final : LaneJob {
@@ -143,7 +144,7 @@ class Orchestrator : private LaneSteps {
   std::string device_state() const override;  // the copy engines' signals of every rank
   // The NVLink share on the caller's stream, on the calling thread: braid's copy engines where
   // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
-  Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, SplitRecord* record);
+  Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* nvlink_copy);
   // The copy engines' share queued from the calling thread (`captured`: into the graph being
   // captured on `stream`): this rank's buffers published, the meeting, and where some rank had
   // first to map a peer's new buffer (or grow its scratch), the mapping and a second meeting.
