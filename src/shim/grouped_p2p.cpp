@@ -217,7 +217,7 @@ ncclResult_t run_held_p2p(std::vector<HeldPeerCall> held, bool* braid_error) {
   }
   // Every pair matched: from here on a group that goes to NCCL gets whole matched pairs, and the
   // board stays on.
-  const size_t min_bytes = byte_threshold(settings().route_min_bytes);
+  const size_t min_bytes = path.options.route_min_bytes;
   const size_t largest = route::largest_flow_bytes(layout);
   if (largest == 0 || largest < min_bytes) {
     say_declined(comm, path, rank, RouteDecline::SmallGroup,
