@@ -244,20 +244,18 @@ bool may_make_part(const BraidPart& path, Collective collective, size_t bytes) {
 // `path` locked.
 class CallProbes final : public multipath::AdmissionProbes {
  public:
-  CallProbes(ncclComm_t comm, const nccl::Call& call, const CommState& state, BraidPart& path,
-             cudaStream_t stream)
-      : comm_(comm), call_(call), state_(state), path_(path), stream_(stream) {}
+  CallProbes(const nccl::Call& call, const CommState& state, BraidPart& path, cudaStream_t stream)
+      : call_(call), state_(state), path_(path), stream_(stream) {}
   bool capturing() override {
     if (!capturing_) capturing_ = captured(stream_);
     return *capturing_;
   }
   BufferFit buffers() override {
-    if (!fit_) fit_ = gpu_allows_split(comm_, call_, state_, path_);
+    if (!fit_) fit_ = gpu_allows_split(call_.comm, call_, state_, path_);
     return *fit_;
   }
 
  private:
-  ncclComm_t comm_;
   const nccl::Call& call_;
   const CommState& state_;
   BraidPart& path_;
@@ -306,8 +304,7 @@ void add_part_facts(const nccl::Call& call, const BraidPart& path, multipath::Ad
 
 // Says the decision: every call at TRACE, and at INFO the first call of each reason on the
 // communicator (BRAID_DEBUG_SUBSYS=COLL).
-void say(ncclComm_t comm, const nccl::Call& call, const multipath::Admission& a, const CommState* state,
-         BraidPart* path) {
+void say(const nccl::Call& call, const multipath::Admission& a, const CommState* state, BraidPart* path) {
   const int rank = state != nullptr ? state->rank : -1;
   const uint32_t bit = 1u << static_cast<uint32_t>(a.reason);
   // A load first: the read-modify-write only once per reason.
@@ -321,9 +318,9 @@ void say(ncclComm_t comm, const nccl::Call& call, const multipath::Admission& a,
                            type + ": " + multipath::route_name(a.route) + " (" + multipath::reason_text(a.reason) + ")";
   if (first) {
     BRAID_INFO(Coll, "multipath: rank %d, communicator %p: %s (said once per reason and communicator)", rank,
-               static_cast<void*>(comm), text.c_str());
+               static_cast<void*>(call.comm), text.c_str());
   } else {
-    BRAID_TRACE(Coll, "multipath: rank %d, communicator %p: %s", rank, static_cast<void*>(comm), text.c_str());
+    BRAID_TRACE(Coll, "multipath: rank %d, communicator %p: %s", rank, static_cast<void*>(call.comm), text.c_str());
   }
 }
 
@@ -414,13 +411,13 @@ Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Groupin
   if (state) add_comm_facts(call, *state, &facts);
   if (!facts.comm_known) {
     NoProbes none;
-    say(comm, call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
+    say(call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
     return Handled::Nccl;
   }
   BraidPart& path = *state->braid_part;
   std::lock_guard lock(path.mutex);
   add_part_facts(call, path, &facts);
-  CallProbes probes(comm, call, *state, path, stream);
+  CallProbes probes(call, *state, path, stream);
   multipath::Admission a = multipath::admit(facts, probes);
   if (a.route == multipath::Route::Make) {
     const Making made = make_part(comm, call, *state, path, a.fit != BufferFit::Unusable, facts.bytes, result);
@@ -430,7 +427,7 @@ Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Groupin
     add_part_facts(call, path, &facts);
     a = multipath::admit(facts, probes);
   }
-  say(comm, call, a, &*state, &path);
+  say(call, a, &*state, &path);
   switch (a.route) {
     case multipath::Route::Nccl:
       if (a.traced() && path.orchestrator) path.orchestrator->trace_declined(call, multipath::reason_text(a.reason));
