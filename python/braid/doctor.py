@@ -97,7 +97,7 @@ def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]
     # two ranks on NVLink unless the user sets the split size.
     pcie = not (nvlink and ranks > 2 and min_bytes <= 0)
     if min_bytes <= 0:
-        # Auto (orchestrator.cpp): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
+        # Auto (OrchestratorOptions::pcie_share_min_bytes): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
         # up to about 64 MB; without NVLink, HyLink's S_min.
         min_bytes = (128 << 20) if nvlink else (1 << 20)
     nvlink_path = _setting(table, "BRAID_NVLINK_PATH")

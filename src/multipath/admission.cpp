@@ -4,12 +4,6 @@ namespace braid::multipath {
 
 namespace {
 
-// The collectives braid splits (split_call.h's splittable, without NCCL's header).
-bool splittable_collective(Collective c) {
-  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter ||
-         c == Collective::Broadcast || c == Collective::Reduce;
-}
-
 // Where holding a group's calls back paid on GPUs (the held calls run on threads of their own):
 // two ranks, AllReduce and AllGather from BRAID_SPLIT_GROUPS_MIN_BYTES; on 4x H200 it lost
 // (0.70-0.78x NCCL at 256 MB, docs/PERFORMANCE.md).
@@ -30,7 +24,7 @@ Admission admit(const AdmissionFacts& f, AdmissionProbes& probes) {
   };
   const auto nccl = [&](AdmissionReason reason) { return to(Route::Nccl, reason); };
   using R = AdmissionReason;
-  if (!splittable_collective(f.collective)) return nccl(R::NotSplittable);
+  if (!splittable(f.collective)) return nccl(R::NotSplittable);
   if (!f.type_valid) return nccl(R::InvalidType);
   if (!f.comm_known) return nccl(R::CommUnknown);
   if (f.nranks < 2) return nccl(R::OneRank);

@@ -44,6 +44,12 @@ enum class AdmissionReason : uint8_t {
   Taken,                 // braid's part takes it (or, Make, may)
 };
 
+// The collectives braid splits (AllToAll, Gather, Scatter and send/recv go to NCCL).
+inline bool splittable(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter ||
+         c == Collective::Broadcast || c == Collective::Reduce;
+}
+
 // BRAID_SPLIT_GROUPS.
 enum class GroupHolding : uint8_t { Off, Auto, On };
 

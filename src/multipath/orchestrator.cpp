@@ -109,17 +109,11 @@ Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::u
 
   std::unique_ptr<balance::Balancer> balancer;
   BRAID_TRY(balance::make_balancer_from_settings(2, &balancer));
-  int64_t min_bytes = options.split_min_bytes;
-  if (min_bytes <= 0) {
-    // Auto: where the GPUs share NVLink, NCCL alone finishes a 64 MB all_reduce in 0.25 ms, about
-    // the PCIe path's fixed latency (~0.23 ms on 2x H200), so only larger ones can gain
-    // (docs/PERFORMANCE.md). Without NVLink, HyLink's S_min of 1 MB.
-    min_bytes = nvlink ? (int64_t{128} << 20) : (int64_t{1} << 20);
-  }
+  const size_t min_bytes = options.pcie_share_min_bytes(nvlink);
   const bool async = options.async;
   const uint64_t lag = options.settle_lag;
   o->ledger_ = std::make_unique<SplitLedger>(
-      std::make_unique<balance::SplitTable>(std::move(balancer), static_cast<size_t>(std::max<int64_t>(min_bytes, 1))),
+      std::make_unique<balance::SplitTable>(std::move(balancer), min_bytes),
       o->nranks_, lag, kSplitAlignBytes);
   if (admitted != nullptr && !admitted->pcie_share_admitted()) {
     o->ledger_->keep_to_dedicated_path();

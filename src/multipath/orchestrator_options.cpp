@@ -27,4 +27,12 @@ OrchestratorOptions OrchestratorOptions::from_settings() {
   return o;
 }
 
+size_t OrchestratorOptions::pcie_share_min_bytes(bool nvlink) const {
+  if (split_min_bytes > 0) return static_cast<size_t>(split_min_bytes);
+  // Where the GPUs share NVLink, NCCL alone finishes a 64 MB all_reduce in 0.25 ms, about the PCIe
+  // path's fixed latency (~0.23 ms on 2x H200), so only larger ones can gain (docs/PERFORMANCE.md).
+  // Without NVLink, HyLink's S_min of 1 MB.
+  return nvlink ? size_t{128} << 20 : size_t{1} << 20;
+}
+
 }  // namespace braid::multipath

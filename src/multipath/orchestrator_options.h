@@ -23,6 +23,8 @@ struct OrchestratorOptions {
   double timeout = 30.0;              // BRAID_TIMEOUT, seconds
 
   static OrchestratorOptions from_settings();
+  // The size from which the PCIe share takes a call: BRAID_SPLIT_MIN_BYTES, or by the machine.
+  size_t pcie_share_min_bytes(bool nvlink) const;
 };
 
 }  // namespace braid::multipath

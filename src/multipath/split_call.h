@@ -1,5 +1,5 @@
-// What braid's split needs to know of a call (nccl/call.h): which collectives it splits, their
-// sizes and the buffers each rank uses.
+// What braid's split needs to know of a call (nccl/call.h): its size and the buffers each rank
+// uses (which collectives it splits: admission.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,15 +8,10 @@
 #include <cstddef>
 
 #include "common/types.h"
+#include "multipath/admission.h"  // splittable
 #include "nccl/call.h"
 
 namespace braid::multipath {
-
-// The collectives the orchestrator splits (AllToAll, Gather, Scatter and send/recv go to NCCL).
-inline bool splittable(Collective c) {
-  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter ||
-         c == Collective::Broadcast || c == Collective::Reduce;
-}
 
 // The collective's size as nccl-tests counts it: the whole gathered/scattered buffer for
 // AllGather, ReduceScatter and AllToAll, the per-rank buffer otherwise.

@@ -64,21 +64,19 @@ bool machine_has_nvlink() {
 }
 
 // The sizes from which each of braid's paths takes a call (the orchestrator's own rules).
-multipath::PathThresholds path_thresholds(bool nvlink) {
-  const int64_t split_min = settings().split_min_bytes;
-  const size_t pcie = split_min > 0 ? static_cast<size_t>(split_min)
-                                    : nvlink ? size_t{128} << 20 : size_t{1} << 20;
-  return {.pcie_share = pcie,
-          .copy_engines_gather = byte_threshold(settings().nvlink_copy_min_bytes),
-          .copy_engines_reduce = byte_threshold(settings().nvlink_allreduce_min_bytes)};
+multipath::PathThresholds path_thresholds(const multipath::OrchestratorOptions& options, bool nvlink) {
+  return {.pcie_share = options.pcie_share_min_bytes(nvlink),
+          .copy_engines_gather = options.nvlink_copy_min_bytes,
+          .copy_engines_reduce = options.nvlink_allreduce_min_bytes};
 }
 
 // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
-multipath::PathsAdmitted paths_this_rank_admits(const CommState& state, bool nvlink) {
+multipath::PathsAdmitted paths_this_rank_admits(const multipath::OrchestratorOptions& options, const CommState& state,
+                                                bool nvlink) {
   return multipath::admit_paths(multipath::PathFacts{.nranks = state.nranks,
                                                      .nvlink = nvlink,
-                                                     .nvlink_path = settings().nvlink_path,
-                                                     .split_size_chosen = settings().split_min_bytes > 0});
+                                                     .nvlink_path = options.nvlink_path,
+                                                     .split_size_chosen = options.split_min_bytes > 0});
 }
 
 // The paths every rank admits, and whether every rank can take this call at all (`mine`): one
@@ -87,8 +85,10 @@ multipath::PathsAdmitted paths_this_rank_admits(const CommState& state, bool nvl
 Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed,
                    multipath::PathThresholds* thresholds, bool* everyone) {
   const bool nvlink = machine_has_nvlink();  // the machine's topology, read once here
-  *thresholds = path_thresholds(nvlink);
-  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(state, nvlink));
+  // The settings the orchestrator will be made with.
+  const multipath::OrchestratorOptions options = multipath::OrchestratorOptions::from_settings();
+  *thresholds = path_thresholds(options, nvlink);
+  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(options, state, nvlink));
   std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
   BRAID_TRY(ranks_maximum(comm, nccl::real_nccl(), state.cuda_device,
                           "the ranks' agreement on braid's paths (ncclAllReduce max)", &words));
@@ -410,8 +410,11 @@ Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Groupin
   if (multipath::splittable(call.collective()) && facts.type_valid) state = comm_table().find(comm);
   if (state) add_comm_facts(call, *state, &facts);
   if (!facts.comm_known) {
-    NoProbes none;
-    say(call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
+    // No part to say it once for: the reason only at TRACE, worked out only then.
+    if (log_enabled(LogLevel::Trace, LogSubsys::Coll)) {
+      NoProbes none;
+      say(call, multipath::admit(facts, none), state ? &*state : nullptr, nullptr);
+    }
     return Handled::Nccl;
   }
   BraidPart& path = *state->braid_part;

@@ -24,6 +24,14 @@ TEST(OrchestratorOptions, DefaultsAreTheSettingsTables) {
   EXPECT_EQ(o.nvlink_graph_min_bytes, size_t{64} << 20);
 }
 
+TEST(OrchestratorOptions, ThePcieShareTakesCallsFromTheMachinesSizeUnlessChosen) {
+  EXPECT_EQ(OrchestratorOptions::from_settings().pcie_share_min_bytes(true), size_t{128} << 20);
+  EXPECT_EQ(OrchestratorOptions::from_settings().pcie_share_min_bytes(false), size_t{1} << 20);
+  ScopedEnv chosen("BRAID_SPLIT_MIN_BYTES", "4096");
+  EXPECT_EQ(OrchestratorOptions::from_settings().pcie_share_min_bytes(true), 4096u);
+  EXPECT_EQ(OrchestratorOptions::from_settings().pcie_share_min_bytes(false), 4096u);
+}
+
 TEST(OrchestratorOptions, WithoutTheProgressThreadNoLag) {
   ScopedEnv sync("BRAID_ASYNC", "0");
   ScopedEnv lag("BRAID_SPLIT_SETTLE_LAG", "32");
