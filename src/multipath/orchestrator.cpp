@@ -57,10 +57,9 @@ Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::u
   o->comm_ = comm;
   o->nccl_ = nccl;
   o->options_ = OrchestratorOptions::from_settings();
-  // Without a PCIe share braid's engine serves the copy engines' meetings and signals only: no
-  // staging, worker threads or device scratch.
-  const bool host_path = admitted == nullptr || admitted->pcie_share_admitted();
-  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl, engine::CommunicatorOptions{.host_path = host_path}));
+  // braid's engine here serves the copy engines' meetings and signals only: no staging, worker
+  // threads or device scratch. The PCIe share's engine is made at the first call that has one.
+  BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl, engine::CommunicatorOptions{.host_path = false}));
   o->rank_ = o->braid_->rank;
   o->nranks_ = o->braid_->nranks;
   o->device_ = o->braid_->device;
@@ -130,13 +129,9 @@ Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::u
              "NVLink (%s) and braid's PCIe path (balancer %s)", o->rank_, o->nranks_, o->device_,
              static_cast<long long>(min_bytes), o->copy_engines_ ? "AllGather and AllReduce on braid's own path, the rest on NCCL" : "NCCL",
              std::string(o->ledger_->table().balancer_name()).c_str());
-  const bool lane_work = !o->ledger_->dedicated_only();
-  // No progress thread where nothing is ever handed to it: the calling thread settles every call.
-  o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async && lane_work);
-  const engine::Communicator::Footprint held = o->braid_->engine->footprint();
-  BRAID_INFO(Init, "multipath: rank %d/%d holds %zu bytes of pinned host memory, %zu bytes of device scratch, %d "
-             "worker threads and %s progress thread",
-             o->rank_, o->nranks_, held.pinned_bytes, held.device_bytes, held.threads, async && lane_work ? "a" : "no");
+  // The progress thread is made with the first job handed to it (a call with a PCIe share).
+  o->lane_ = std::make_unique<ProgressLane>(static_cast<LaneSteps*>(o.get()), o->ledger_.get(), async);
+  o->say_footprint(o->braid_, "braid's meetings and signals");
   if (options.caller_profile) o->profile_ = std::make_unique<CallerProfile>();
   *out = std::move(o);
   return Result::Success;
@@ -154,6 +149,43 @@ void Orchestrator::abort() {
 
 void Orchestrator::abort_transfers() {
   if (braid_ != nullptr && braid_->engine) braid_->engine->abort();
+  if (braidComm_t pcie = pcie_.load(std::memory_order_acquire); pcie != nullptr && pcie->engine) pcie->engine->abort();
+}
+
+void Orchestrator::say_footprint(braidComm_t comm, const char* what) const {
+  const engine::Communicator::Footprint held = comm->engine->footprint();
+  BRAID_INFO(Init, "multipath: rank %d/%d: %s hold %zu bytes of pinned host memory, %zu bytes of device scratch and %d "
+             "worker threads%s", rank_, nranks_, what, held.pinned_bytes, held.device_bytes, held.threads,
+             comm == braid_ && !ledger_->dedicated_only() ? " (the PCIe share's engine and progress thread are made at "
+             "its first call)" : "");
+}
+
+Result Orchestrator::make_pcie_engine() {
+  // Collective: every rank reaches it at the same call (the ledger's replicas agree), and every
+  // rank learns whether every rank made it, so that all split or none does.
+  braidComm_t made = nullptr;
+  Result r = api::init_from_nccl(&made, comm_, nccl_, engine::CommunicatorOptions{.host_path = true});
+  const std::string why = r == Result::Success ? std::string() : last_error();
+  int32_t refused = r == Result::Success ? 0 : 1;
+  const Result agreed = api::host_round_trip(&refused, sizeof refused, nccl_, "the PCIe engines' readiness (ncclAllReduce max)",
+                                             [&](void* buffer, cudaStream_t stream) {
+                                               return nccl_.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMax, comm_, stream);
+                                             });
+  cudaSetDevice(device_);
+  if (agreed != Result::Success) {
+    if (made != nullptr) braidCommDestroy(made);
+    return agreed;  // NCCL itself failed: the call answers with its error
+  }
+  if (refused != 0) {
+    if (made != nullptr) braidCommDestroy(made);
+    BRAID_WARN(Init, "multipath: rank %d/%d: %s; braid's PCIe share is off on this communicator, NVLink carries every call",
+               rank_, nranks_, why.empty() ? "another rank could not make braid's PCIe engine" : why.c_str());
+    ledger_->keep_to_dedicated_path();
+    return Result::Success;
+  }
+  pcie_.store(made, std::memory_order_release);
+  say_footprint(made, "braid's PCIe share and its engine");
+  return Result::Success;
 }
 
 Orchestrator::~Orchestrator() {
@@ -177,6 +209,7 @@ Orchestrator::~Orchestrator() {
   copy_engines_.reset();
   nccl_path_.reset();
   if (stamps_ != nullptr) cudaFreeHost(stamps_);
+  if (braidComm_t pcie = pcie_.exchange(nullptr); pcie != nullptr) braidCommDestroy(pcie);
   if (braid_ != nullptr) braidCommDestroy(braid_);
 }
 
@@ -283,6 +316,15 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   job->record.what = call;
   job->record.bytes = message_bytes(call, nranks_);
   BRAID_TRY(ledger_->next(call.collective(), type, job->record.bytes, call.count, &job->ledger));
+  // braid's PCIe engine (pinned staging, workers, device scratch, the progress thread) is paid for
+  // at the first call that gives the PCIe path elements, the same call on every rank.
+  const Result engine_ready = job->pcie() && pcie_.load(std::memory_order_relaxed) == nullptr ? make_pcie_engine() : Result::Success;
+  if (engine_ready == Result::Success && job->pcie() && ledger_->dedicated_only()) {
+    // No rank made it: this call, like every later one, goes to NVLink alone on every rank.
+    job->ledger.dedicated_elements = call.count;
+    job->ledger.pcie_elements = 0;
+    job->ledger.timed = false;
+  }
   const uint64_t call_number = job->ledger.call;
   const size_t nccl_elements = job->ledger.dedicated_elements;
   job->record.call = call_number;
@@ -290,6 +332,12 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   job->record.pcie_elements = job->ledger.pcie_elements;
   job->record.nvlink_copy = nccl_elements > 0 && rides_copy_engines(call);
   job->share = share_of(call);
+  if (engine_ready != Result::Success) {
+    // NCCL itself failed the ranks' agreement: the call answers with its error.
+    lane_->settle_at_once(std::move(job));
+    if (profile_ != nullptr) profile_->end(/*handed_on=*/false);
+    return engine_ready;
+  }
   BRAID_TRACE(Balance, "multipath: call %llu: settled calls applied through %llu", static_cast<unsigned long long>(call_number),
               static_cast<unsigned long long>(ledger_->applied()));
   // The ledger counted this call: from here it is settled whatever happens, or every later call
@@ -313,7 +361,8 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   // ranks' meeting, which must never wait for this thread, since an application thread may hold
   // CUDA's lock while it waits for the device and stop this thread's next CUDA call.
   const engine::BlockRange pcie_range{nccl_elements, job->ledger.pcie_elements};
-  Result r = braid_->engine->plan(call.collective(), call.send, call.recv, call.count, type, job->share.op, call.root,
+  braidComm_t pcie = pcie_.load(std::memory_order_relaxed);
+  Result r = pcie->engine->plan(call.collective(), call.send, call.recv, call.count, type, job->share.op, call.root,
                                   pcie_range, &job->caller->queued);
   if (r != Result::Success) {
     lane_->settle_at_once(std::move(job));
@@ -335,15 +384,15 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   bool woke = false;
   // BRAID_ASYNC=0 completes the call inside submit(), on this thread: its GPU work first.
   if (lane_->async()) woke = lane_->submit(std::move(job));
-  braid_->backend->set_user_stream(stream);
-  r = braid_->engine->issue(mine->queued);  // the fork, then the share's copies, gated on the meeting
+  pcie->backend->set_user_stream(stream);
+  r = pcie->engine->issue(mine->queued);  // the fork, then the share's copies, gated on the meeting
   if (r == Result::Success && timed) r = stamp(stream, kForkStamp, call_number);
   mark(CallerProfile::kFork);
   if (r == Result::Success && nccl_elements > 0) r = caller_nvlink_share(share, ShareRange{0, nccl_elements}, stream, &mine->nvlink_copy);
   if (r == Result::Success && timed) r = stamp(stream, kNvlinkStamp, call_number);
   mark(CallerProfile::kNccl);
   // The join: the caller's stream waits for the PCIe share's queues (events).
-  if (r == Result::Success) r = braid_->engine->join_queued();
+  if (r == Result::Success) r = pcie->engine->join_queued();
   mark(CallerProfile::kJoin);
   if (r == Result::Success) mine->caller_seconds = caller_seconds();
   if (!lane_->async()) lane_->submit(std::move(job));
@@ -424,7 +473,8 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
       nvlink_at = Clock::now();
   };
   const bool measured = job.timed() && stamps_[kForkStamp].load(std::memory_order_acquire) < call;
-  BRAID_TRY(braid_->engine->complete(job.caller->queued, measured ? std::function<void()>(look) : std::function<void()>()));
+  engine::Communicator& engine = *pcie_.load(std::memory_order_acquire)->engine;
+  BRAID_TRY(engine.complete(job.caller->queued, measured ? std::function<void()>(look) : std::function<void()>()));
   const Clock::time_point pcie_at = Clock::now();
   if (!job.timed()) return Result::Success;
   step("the timing exchange");
@@ -445,7 +495,7 @@ Result Orchestrator::run_share(LaneJob& lane_job, std::vector<double>* seconds) 
     }
   }
   std::vector<uint64_t> all;
-  BRAID_TRY(braid_->engine->exchange(mine, &all));
+  BRAID_TRY(engine.exchange(mine, &all));
   all.resize(static_cast<size_t>(nranks_) * 2, 0);
   *seconds = agreed_seconds(all);
   return Result::Success;

@@ -129,6 +129,12 @@ class Orchestrator : private LaneSteps {
   // Whether braid's own NVLink path (src/peer) carries this call's NVLink share: it can, and no
   // call applied so far found a buffer it could not share (the same answer on every rank).
   bool rides_copy_engines(const nccl::Call& call) const;
+  // Makes braid's engine for the PCIe share (staging, workers, device scratch), every rank at the
+  // same call; where some rank cannot, no rank keeps one and the ledger keeps every call on NVLink.
+  // An error only where NCCL itself failed the ranks' agreement.
+  Result make_pcie_engine();
+  // The INIT line of what `comm`'s engine holds.
+  void say_footprint(braidComm_t comm, const char* what) const;
   // failure()'s error for a new call ("braid's PCIe path failed earlier"), or Success.
   Result refuse_after_failure() const;
   // And the call is large enough for it (BRAID_NVLINK_COPY_MIN_BYTES, BRAID_NVLINK_ALLREDUCE_MIN_BYTES).
@@ -165,7 +171,10 @@ class Orchestrator : private LaneSteps {
   ncclComm_t comm_ = nullptr;
   nccl::NcclCalls nccl_;
   OrchestratorOptions options_;  // read once, in create()
-  braidComm_t braid_ = nullptr;
+  braidComm_t braid_ = nullptr;  // the copy engines' meetings and signals, the ranks' facts
+  // braid's PCIe share's engine: made by the calling thread at the first call with a PCIe share,
+  // read by the progress thread (its jobs come after) and by abort() from any thread.
+  std::atomic<braidComm_t> pcie_{nullptr};
   int rank_ = 0, nranks_ = 1, device_ = 0;
   // NVLink's paths, behind one interface: braid's copy engines where BRAID_NVLINK_PATH made them;
   // NCCL, which carries anything, on the caller's stream.

@@ -69,11 +69,10 @@ struct PathThresholds {
 // Whether an admitted path would take a call of `collective` and `bytes`: braid makes its part of
 // a communicator at the first such call, not before (every rank makes the same calls).
 bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes);
-// The paths braid makes its part with, at the call of `bytes` that makes it. The PCIe share costs
-// its engine (1 GiB of pinned staging, device scratch, workers, a progress thread) from then on:
-// where the copy engines alone take that first call (an FSDP all_gather of 16 MB), the
-// communicator keeps to them and pays nothing more; where the first call is one the PCIe share
-// takes, both run. The same on every rank (every rank makes the same calls).
+// The paths braid makes its part with, at the call of `bytes` that makes it: where the copy engines
+// alone take that first call (an FSDP all_gather of 16 MB), the communicator keeps to them; where
+// the first call is one the PCIe share takes, both run (the PCIe share's engine is made at its first
+// call with PCIe elements). The same on every rank (every rank makes the same calls).
 PathsAdmitted made_at(const PathsAdmitted& paths, const PathThresholds& thresholds, size_t bytes);
 
 // "braid's PCIe share off (more than two ranks on NVLink ...)": one line for logs and traces.

@@ -27,10 +27,6 @@ int64_t now_ns() {
 ProgressLane::ProgressLane(LaneSteps* steps, SplitLedger* ledger, bool async)
     : steps_(steps), ledger_(ledger), async_(async) {
   steps_->marker_ = &step_;
-  if (async_) {
-    thread_ = std::thread([this] { loop(); });
-    watch_lane(this);
-  }
 }
 
 ProgressLane::~ProgressLane() { stop(); }
@@ -51,6 +47,12 @@ bool ProgressLane::submit(std::unique_ptr<LaneJob> job) {
     queued_.fetch_add(1, std::memory_order_release);
     process(std::move(job));
     return false;
+  }
+  // The thread is made for the first job it gets: a communicator whose calls never hand one on
+  // (every share on NVLink) pays for no thread.
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { loop(); });
+    watch_lane(this);
   }
   bool sleeping = false;
   {

@@ -77,14 +77,17 @@ inline constexpr uint64_t kReleasedWord = uint64_t{1} << 62;
 
 class ProgressLane {
  public:
-  // `steps` and `ledger` outlive the lane; the ledger is the calling thread's. With `async` false
-  // no thread is made and submit() runs the share on the calling thread (BRAID_ASYNC=0).
+  // `steps` and `ledger` outlive the lane; the ledger is the calling thread's. With `async` the
+  // lane's thread is made by the first submit(); with `async` false no thread is made and
+  // submit() runs the share on the calling thread (BRAID_ASYNC=0).
   ProgressLane(LaneSteps* steps, SplitLedger* ledger, bool async);
   ~ProgressLane();  // stop()
   ProgressLane(const ProgressLane&) = delete;
   ProgressLane& operator=(const ProgressLane&) = delete;
 
   bool async() const { return async_; }
+  // Whether the lane's thread exists (the first job was handed on). The calling thread's.
+  bool thread_made() const { return thread_.joinable(); }
 
   // Hands a job with a share to the lane and returns at once (async), or runs it now.
   // True when the lane's thread slept and had to be woken (a system call on the caller's time).

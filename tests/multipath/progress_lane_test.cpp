@@ -635,6 +635,27 @@ TEST(ProgressLaneAlone, AppliesSettledCallsInCallOrder) {
   EXPECT_EQ(lane.finished(), 2u);
 }
 
+// A communicator whose calls all stay on NVLink pays for no thread: the lane makes its thread
+// for the first job handed on, not before.
+TEST(ProgressLaneAlone, ItsThreadIsMadeForTheFirstJobHandedOn) {
+  HangGuard guard(60);
+  HeldLane held;
+  auto& [ledger, steps, lane] = held;
+  EXPECT_FALSE(lane.thread_made());
+  auto unsplit = next_job(*ledger, 1000);
+  ASSERT_FALSE(unsplit->runs_on_lane());
+  lane.settle_at_once(std::move(unsplit));
+  EXPECT_EQ(lane.wait_idle(), Result::Success);
+  EXPECT_FALSE(lane.thread_made()) << "a call settled at once made the lane's thread";
+  lane.submit(next_job(*ledger, 1 << 20));
+  EXPECT_TRUE(lane.thread_made());
+  steps.gate_open.store(true);
+  std::vector<uint64_t> order;
+  ASSERT_EQ(lane.apply_through(2, true, recorder(&order)), Result::Success) << last_error();
+  EXPECT_EQ(order, (std::vector<uint64_t>{1, 2}));
+  EXPECT_NE(steps.share_thread.load(), std::this_thread::get_id()) << "the share ran on the caller";
+}
+
 // wait_idle() returns once every job handed over has finished, and not before: the calling thread
 // waits so before it maps a peer's new buffer (which may wait for the whole device).
 TEST(ProgressLaneAlone, WaitIdleReturnsOnceEveryJobHasFinished) {
