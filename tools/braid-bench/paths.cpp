@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "check.h"
+#include "multipath/admission.h"
+#include "multipath/split_call.h"
 #include "nccl/linked.h"
 #include "pattern.h"
 
@@ -109,14 +111,33 @@ std::vector<multipath::SplitRecord> BraidPath::take_splits() {
   return fresh;
 }
 
-// What the drop-in does with the call on device buffers, uncaptured (multipath::admit): split it
-// when braid splits the collective and its paths take the size, else NCCL alone.
+namespace {
+
+// The bench's buffers are the communicator's GPU's own, and it captures nothing.
+struct DeviceBuffersUncaptured final : multipath::AdmissionProbes {
+  bool capturing() override { return false; }
+  multipath::BufferFit buffers() override { return multipath::BufferFit::Usable; }
+};
+
+}  // namespace
+
+// What the drop-in does with the call outside a group, its part made (multipath::admit, the
+// drop-in's own decision): split, else NCCL alone.
 void BraidPath::issue_multipath(int rank, const CaseSpec& spec, const void* send, void* recv) {
-  nccl::Call call{nccl::operation_of(spec.collective), send, recv, spec.shape.param_count, nccl_type(spec.type),
-                  op_for(rank, spec), spec.root, nccl_comms_[rank]};
-  const bool premulsum = spec.op == RedOp::PreMulSum && collective_reduces(spec.collective);
-  if (multipath::splittable(call.collective()) && !premulsum && orchestrators_[rank]->takes(call)) {
-    BENCH_BRAID(static_cast<ncclResult_t>(orchestrators_[rank]->run(call, streams_[rank])), nullptr);
+  const nccl::Call call{nccl::operation_of(spec.collective), send, recv, spec.shape.param_count, nccl_type(spec.type),
+                        op_for(rank, spec), spec.root, nccl_comms_[rank]};
+  multipath::Orchestrator& orchestrator = *orchestrators_[rank];
+  multipath::AdmissionFacts facts;
+  facts.collective = call.collective();
+  facts.premulsum = spec.op == RedOp::PreMulSum && collective_reduces(spec.collective);
+  facts.bytes = multipath::message_bytes(call, orchestrator.nranks());
+  facts.comm_known = true;
+  facts.nranks = orchestrator.nranks();
+  facts.part_attempted = facts.part_made = true;
+  facts.part_takes = orchestrator.takes(call);
+  DeviceBuffersUncaptured probes;
+  if (multipath::admit(facts, probes).route == multipath::Route::Split) {
+    BENCH_BRAID(static_cast<ncclResult_t>(orchestrator.run(call, streams_[rank])), nullptr);
     return;
   }
   issue_nccl(spec, send, recv, call.op, nccl_comms_[rank], streams_[rank]);
