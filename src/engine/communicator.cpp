@@ -598,13 +598,7 @@ Result Communicator::prepare(Collective c, const void* send, void* recv, size_t 
     return fail(Result::InvalidArgument, "%s: elements %zu+%zu lie outside blocks of %zu",
                 std::string(collective_name(c)).c_str(), range.begin, range.count, count);
   if (!collective_reduces(c)) op = RedOp::Sum;
-  q->moves = false;
-  q->in_place = false;
-  q->scaled = false;
-  q->divide_by = 0;
-  q->scalars.clear();
-  q->schedule = nullptr;
-  q->runs.clear();
+  static_cast<QueuedPlan&>(*q) = QueuedPlan{};
   q->issue_state.store(kIssuePending);
   q->collective = c;
   q->send = send;

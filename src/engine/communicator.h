@@ -56,8 +56,9 @@ struct CommunicatorOptions {
   bool host_path = true;
 };
 
-// A collective split in two halves (Communicator::queue, Communicator::complete). Filled by queue.
-struct QueuedCollective {
+// What queue() plans for a collective split in two halves (Communicator::queue, complete): reset
+// whole for every call, so that no field keeps a value from the call before.
+struct QueuedPlan {
   Collective collective = Collective::AllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
@@ -79,6 +80,10 @@ struct QueuedCollective {
     IssuedRun issued;
   };
   std::vector<Run> runs;  // one per piece
+};
+
+// A collective split in two halves, as queue() fills it and complete() finishes it.
+struct QueuedCollective : QueuedPlan {
   // Set by issue() once every run's device work is queued (kIssued) or could not be (kIssueFailed);
   // complete() reads `issued` only after it.
   std::atomic<int> issue_state{kIssuePending};
