@@ -68,10 +68,9 @@ bool nccl_answers_first(ncclComm_t comm) {
 
 }  // namespace
 
-std::optional<ArgumentError> refusal(const nccl::Call& call) {
+std::optional<ArgumentError> refusal(const nccl::Call& call, const std::optional<CommState>& state) {
   const char* name = operation_name(call.operation);
   if (call.comm == nullptr) return error(ncclInvalidArgument, "%s : comm argument is NULL", name);
-  const std::optional<CommState> state = comm_table().find(call.comm);
   if (!state || state->nranks < 1 || !state->blocking) return std::nullopt;
   if (state->revoked) return error(ncclInvalidUsage, "%s: communicator was revoked", name);
   std::optional<ArgumentError> refused = args_refusal(call, state->nranks);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "nccl/call.h"
+#include "shim/comm_table.h"
 
 namespace braid::shim {
 
@@ -32,7 +33,8 @@ struct ArgumentError {
 // NCCL's refusal of `call`, or nullopt when NCCL would accept it or when only NCCL can tell: a
 // communicator braid does not know (or whose size it does not know yet), a non-blocking one (NCCL
 // also records the error as the communicator's asynchronous error), or one with an asynchronous
-// error already (NCCL returns that before looking at the arguments).
-std::optional<ArgumentError> refusal(const nccl::Call& call);
+// error already (NCCL returns that before looking at the arguments). `state`: the communicator's
+// entry in the comm table, as the caller found it.
+std::optional<ArgumentError> refusal(const nccl::Call& call, const std::optional<CommState>& state);
 
 }  // namespace braid::shim

@@ -401,14 +401,12 @@ bool run_taken(const nccl::Call& call, const multipath::Admission& a, const Comm
 
 }  // namespace
 
-Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Grouping& group, ncclResult_t* result) {
+Handled split_or_hold(const nccl::Call& call, const std::optional<CommState>& state, cudaStream_t stream,
+                      const Grouping& group, ncclResult_t* result) {
   const auto entered = multipath::CallerProfile::Clock::now();
   const ncclComm_t comm = call.comm;
   multipath::AdmissionFacts facts = call_facts(call, group);
-  // Calls braid never splits cost no lookup.
-  std::optional<CommState> state;
-  if (multipath::splittable(call.collective()) && facts.type_valid) state = comm_table().find(comm);
-  if (state) add_comm_facts(call, *state, &facts);
+  if (state && multipath::splittable(call.collective()) && facts.type_valid) add_comm_facts(call, *state, &facts);
   if (!facts.comm_known) {
     // No part to say it once for: the reason only at TRACE, worked out only then.
     if (log_enabled(LogLevel::Trace, LogSubsys::Coll)) {
@@ -445,7 +443,7 @@ Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Groupin
 }
 
 bool split_now(const nccl::Call& call, cudaStream_t stream, ncclResult_t* result) {
-  return split_or_hold(call, stream, Grouping{}, result) == Handled::Ran;
+  return split_or_hold(call, comm_table().find(call.comm), stream, Grouping{}, result) == Handled::Ran;
 }
 
 void remember_premulsum(ncclComm_t comm, ncclRedOp_t op, const multipath::PreMulSumSpec& spec) {

@@ -113,8 +113,10 @@ enum class Handled {
 };
 // One decision per call (multipath::admit), with its reason said in the log and the split trace,
 // then acted on: the part made at the first call it may take, the call split, staged, carried
-// whole by braid's NVLink path under capture, or left to NCCL.
-Handled split_or_hold(const nccl::Call& call, cudaStream_t stream, const Grouping& group, ncclResult_t* result);
+// whole by braid's NVLink path under capture, or left to NCCL. `state`: the communicator's entry in
+// the comm table, as the caller found it.
+Handled split_or_hold(const nccl::Call& call, const std::optional<CommState>& state, cudaStream_t stream,
+                      const Grouping& group, ncclResult_t* result);
 // The same outside any group (calls held until their group ended): whether it ran.
 bool split_now(const nccl::Call& call, cudaStream_t stream, ncclResult_t* result);
 

@@ -270,13 +270,14 @@ ncclResult_t operation(bool collective, ToNccl to_nccl) {
 // A collective braid may split: split it (or, inside a group, hold it to split at the group's
 // end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
-ncclResult_t split_or_forward(const braid::nccl::Call& call, cudaStream_t stream, ToNccl to_nccl) {
+ncclResult_t split_or_forward(const braid::nccl::Call& call, const std::optional<braid::shim::CommState>& state,
+                              cudaStream_t stream, ToNccl to_nccl) {
   if (braid_enabled() && real_nccl().found) {
     auto& group = braid::shim::this_thread_group();
     const braid::shim::Grouping grouping{group.in_group(),
                                          group.deferring() && braid::shim::this_thread_held_p2p().empty()};
     ncclResult_t result = ncclSuccess;
-    switch (braid::shim::split_or_hold(call, stream, grouping, &result)) {
+    switch (braid::shim::split_or_hold(call, state, stream, grouping, &result)) {
       case braid::shim::Handled::Held:
         braid::shim::this_thread_held().push_back({call.comm, call, stream, to_nccl});
         group.on_operation(true);
@@ -298,9 +299,9 @@ using braid::nccl::Operation;
 // Inside a group the refused call still goes to NCCL: NCCL's group records the error, so its
 // ncclGroupEnd fails and launches nothing, as without braid.
 template <typename ToNccl>
-std::optional<ncclResult_t> refuse(const Call& call, ToNccl to_nccl) {
+std::optional<ncclResult_t> refuse(const Call& call, const std::optional<braid::shim::CommState>& state, ToNccl to_nccl) {
   if (!braid_enabled() || !real_nccl().found) return std::nullopt;
-  const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call);
+  const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call, state);
   if (!refused) return std::nullopt;
   if (braid::shim::this_thread_group().in_group()) (void)to_nccl();
   t_braid_error_latest = true;
@@ -313,7 +314,10 @@ std::optional<ncclResult_t> refuse(const Call& call, ToNccl to_nccl) {
 template <typename ToNccl>
 ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
   if (nested_in_braid()) return to_nccl();
-  if (const std::optional<ncclResult_t> refused = refuse(call, to_nccl)) return *refused;
+  // The communicator's entry, looked up once for the checks and the split.
+  std::optional<braid::shim::CommState> state;
+  if (call.comm != nullptr && braid_enabled() && real_nccl().found) state = braid::shim::comm_table().find(call.comm);
+  if (const std::optional<ncclResult_t> refused = refuse(call, state, to_nccl)) return *refused;
   if (braid::shim::routable(call.operation) && braid_enabled() && real_nccl().found) {
     ncclResult_t result = ncclSuccess;
     if (braid::shim::try_route_exchange(call, stream, &result)) {
@@ -321,7 +325,7 @@ ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
       return result;
     }
   }
-  if (braid::multipath::splittable(call.collective())) return split_or_forward(call, stream, to_nccl);
+  if (braid::multipath::splittable(call.collective())) return split_or_forward(call, state, stream, to_nccl);
   const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
   if (point_to_point && braid_enabled() && real_nccl().found) {
     // Held for the group's end (routed there, or given to NCCL by every rank alike), or to NCCL now,
