@@ -117,6 +117,9 @@ part_tests() {
   check shim_multipath_nvlink_nccl 150 env BRAID_NVLINK_PATH=nccl $g/shim_multipath_gpu_test
   check shim_multipath_copy_share 150 env BRAID_NVLINK_PATH=nccl BRAID_SPLIT_NCCL_SHARE=copy $g/shim_multipath_gpu_test
   check shim_group 100 $g/shim_group_gpu_test
+  [ -x $g/shim_pcie_engine_gpu_test ] && check shim_pcie_engine 100 $g/shim_pcie_engine_gpu_test
+  [ -x $g/shim_pcie_engine_gpu_test ] && check shim_pcie_engine_static 100 \
+    env BRAID_BALANCER=static BRAID_STATIC_SHARE=0.25 BRAID_PCIE_ENGINE_EXPECTED=1 $g/shim_pcie_engine_gpu_test
   [ -x $g/shim_argument_fuzz_gpu ] && check shim_argument_fuzz 100 $g/shim_argument_fuzz_gpu
   if [ $have_torch = 1 ]; then
     # PyTorch's own collectives, exact, blocking and non-blocking communicators (one GPU: the rig's

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api_case.h"
+#include "support/visible_gpus.h"
 
 namespace braid::apitest {
 
@@ -23,15 +24,7 @@ struct RankOutcome {
   std::vector<uint64_t> hashes;  // per case
 };
 
-// GPUs this process sees (0 when CUDA cannot tell).
-inline int visible_gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+using test::visible_gpus;
 
 inline size_t largest_count(const std::vector<Case>& cases) {
   size_t m = 0;

@@ -13,20 +13,14 @@
 #include <unistd.h>
 
 #include "api_case.h"
+#include "support/visible_gpus.h"
 
 namespace braid::apitest {
 namespace {
 
-std::string g_trace;
+using test::visible_gpus;
 
-int visible_gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
+std::string g_trace;
 
 struct Outcome {
   std::string error;
