@@ -296,8 +296,9 @@ def shm_lines(shm: dict) -> List[str]:
     how = (f"BRAID_STAGING_BYTES={shm['staging_bytes_set']}" if shm["staging_bytes_set"]
            else "1 GiB of staging, the CUDA backend's default")
     lines = [f"{shm['dir']}: size {_mib(shm['size'])}, {_mib(shm['free'])} free",
-             f"  braid needs {_mib(need)} per communicator of {shm['ranks']} GPUs at its set-up "
-             f"(control, and {how} x {shm['numa_nodes']} NUMA node(s)), allocated for real"]
+             f"  braid needs {_mib(need)} per communicator of {shm['ranks']} GPUs (two control segments, and "
+             f"{how} x {shm['numa_nodes']} NUMA node(s)), allocated for real when braid's PCIe share first "
+             f"carries data; until then a control segment alone"]
     if shm["free"] >= need:
         lines.append("  enough")
     else:

@@ -88,16 +88,19 @@ std::string settings_json() {
   return rows.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);  // any bytes a variable holds
 }
 
-// /dev/shm against what the drop-in's set-up will allocate there (per communicator, at its rank 0:
-// BRAID_STAGING_BYTES, else the CUDA backend's staging, per NUMA node), and
-// the braid files in it, stale ones marked: what `braid doctor` reports.
+// /dev/shm against what the drop-in will allocate there per communicator, at its rank 0: the
+// meetings' control segment, and with the PCIe share's engine another one and its staging
+// (BRAID_STAGING_BYTES, else the CUDA backend's, per NUMA node); and the braid files in it, stale
+// ones marked: what `braid doctor` reports.
 std::string shm_json(const topo::Topology& machine) {
   engine::ShmSpace space;
   const bool known = engine::shm_space(&space);
   const int gpus = std::max(2, machine.gpu_count());
   const int numa = std::max<int>(1, static_cast<int>(machine.numa_nodes().size()));
   const int64_t set = settings().staging_bytes;
-  const auto need = [&](size_t staging) { return engine::shm_bytes_needed(gpus, numa, set > 0 ? size_t(set) : staging); };
+  const auto need = [&](size_t staging) {
+    return engine::shm_bytes_needed(gpus, 0, 0) + engine::shm_bytes_needed(gpus, numa, set > 0 ? size_t(set) : staging);
+  };
   nlohmann::json files = nlohmann::json::array();
   for (const engine::ShmFile& f : engine::braid_shm_files())
     files.push_back({{"name", f.name}, {"bytes", f.bytes}, {"owner", f.owner}, {"engine", f.engine}, {"stale", f.stale},
