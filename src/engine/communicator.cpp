@@ -559,7 +559,8 @@ Result Communicator::schedule_for(Collective c, int root, const std::vector<bool
   auto it = cache_.find(key);
   if (it == cache_.end()) {
     plan::GenerateOptions options;
-    BRAID_TRY(plan::apply_settings(&options));  // BRAID_CHUNKS, _REDUCE_PLACEMENT, _DETERMINISTIC
+    BRAID_TRY(plan::apply_settings(&options));  // BRAID_CHUNKS, _REDUCE_PLACEMENT, _ALGORITHM, _DETERMINISTIC
+    if (!plan::has_algorithm(c, options.algorithm)) options.algorithm = plan::GenerateOptions::Algorithm::Hierarchical;
     if (options.chunks == 0) options.chunks = backend_->preferred_chunks();
     options.root = root;
     options.bytes = bytes;

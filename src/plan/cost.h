@@ -62,7 +62,8 @@ Result critical_path(const dsl::Program& program, int* length);
 struct ChooseOptions {
   std::optional<ReducePlacement> placement;  // fixed, or both tried for reducing collectives
   int chunks = 0;                            // fixed, or 0: candidates 1, 2, 4, ranks, 2*ranks (<= 64)
-  GenerateOptions::Algorithm algorithm = GenerateOptions::Algorithm::Hierarchical;
+  // Fixed, or nullopt: Hierarchical and, where it exists, Ring tried (never Auto).
+  std::optional<GenerateOptions::Algorithm> algorithm = GenerateOptions::Algorithm::Hierarchical;
   bool deterministic = false;
   int root = 0;
   CostOptions cost;
@@ -70,6 +71,7 @@ struct ChooseOptions {
 
 struct PlanChoice {
   ReducePlacement placement = ReducePlacement::Host;
+  GenerateOptions::Algorithm algorithm = GenerateOptions::Algorithm::Hierarchical;
   int chunks = 1;
   double seconds = 0;
 };

@@ -27,7 +27,16 @@ std::string_view placement_name(ReducePlacement p) {
 }
 
 std::string_view algorithm_name(GenerateOptions::Algorithm a) {
-  return a == GenerateOptions::Algorithm::Ring ? "ring" : "hierarchical";
+  switch (a) {
+    case GenerateOptions::Algorithm::Ring: return "ring";
+    case GenerateOptions::Algorithm::Auto: return "auto";
+    default: return "hierarchical";
+  }
+}
+
+bool has_algorithm(Collective collective, GenerateOptions::Algorithm algorithm) {
+  return algorithm != GenerateOptions::Algorithm::Ring || collective == Collective::AllGather ||
+         collective == Collective::AllReduce;
 }
 
 Result apply_settings(GenerateOptions* options) {
@@ -39,6 +48,9 @@ Result apply_settings(GenerateOptions* options) {
                        : s.reduce_placement == "device" ? ReducePlacement::Device
                                                         : ReducePlacement::Auto;
   options->chunks = static_cast<int>(s.chunks);
+  options->algorithm = s.algorithm == "ring"   ? GenerateOptions::Algorithm::Ring
+                       : s.algorithm == "auto" ? GenerateOptions::Algorithm::Auto
+                                               : GenerateOptions::Algorithm::Hierarchical;
   options->deterministic = s.deterministic;
   return Result::Success;
 }
@@ -516,10 +528,11 @@ Result generate(Collective collective, int ranks, const topo::Topology& topology
   GenerateOptions o = options;
   const bool reduces = collective_reduces(collective);
   if (!reduces && o.placement == ReducePlacement::Auto) o.placement = ReducePlacement::Host;
-  if (o.chunks == 0 || o.placement == ReducePlacement::Auto) {
+  if (o.chunks == 0 || o.placement == ReducePlacement::Auto || o.algorithm == GenerateOptions::Algorithm::Auto) {
     PlanChoice choice;
     ChooseOptions ch;
-    ch.algorithm = o.algorithm;
+    if (o.algorithm == GenerateOptions::Algorithm::Auto) ch.algorithm.reset();
+    else ch.algorithm = o.algorithm;
     ch.deterministic = o.deterministic;
     ch.root = o.root;
     if (o.chunks > 0) ch.chunks = o.chunks;
@@ -527,6 +540,7 @@ Result generate(Collective collective, int ranks, const topo::Topology& topology
     BRAID_TRY(choose_plan(collective, ranks, topology, o.bytes, o.dtype, ch, &choice));
     o.chunks = choice.chunks;
     o.placement = choice.placement;
+    o.algorithm = choice.algorithm;
   }
 
   dsl::Program p;

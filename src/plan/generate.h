@@ -21,7 +21,9 @@ enum class ReducePlacement {
 struct GenerateOptions {
   enum class Algorithm {
     Hierarchical,  // HyLink Fig. 1(c): upload once, cross each socket link once, CPU routes
-    Ring,          // NCCL-style host-staged ring (AllGather and AllReduce only), for comparison
+    Ring,          // NCCL-style host-staged ring (AllGather and AllReduce only; AllReduce's reduces
+                   // on the GPUs, so the host does no reduction)
+    Auto,          // the cost model chooses between the two where the ring exists
   };
   ReducePlacement placement = ReducePlacement::Host;
   int chunks = 0;  // chunks per block; 0: the cost model chooses for `bytes`
@@ -36,7 +38,9 @@ struct GenerateOptions {
 };
 
 std::string_view placement_name(ReducePlacement p);  // "host", "device", "auto"
-std::string_view algorithm_name(GenerateOptions::Algorithm a);  // "hierarchical", "ring"
+std::string_view algorithm_name(GenerateOptions::Algorithm a);  // "hierarchical", "ring", "auto"
+// Whether `collective` has a program of `algorithm` (the ring: AllGather and AllReduce).
+bool has_algorithm(Collective collective, GenerateOptions::Algorithm algorithm);
 
 // Fills *out with a program for `collective` over `ranks` ranks placed on `topology` (rank r stages
 // through NUMA node topo::rank_numa(topology, ranks)[r]). The program is valid both out-of-place
@@ -44,8 +48,9 @@ std::string_view algorithm_name(GenerateOptions::Algorithm a);  // "hierarchical
 Result generate(Collective collective, int ranks, const topo::Topology& topology,
                 const GenerateOptions& options, dsl::Program* out);
 
-// Applies BRAID_CHUNKS, BRAID_REDUCE_PLACEMENT (host, device, auto) and BRAID_DETERMINISTIC to
-// *options (other fields untouched); InvalidArgument for an unknown placement name.
+// Applies BRAID_CHUNKS, BRAID_REDUCE_PLACEMENT (host, device, auto), BRAID_ALGORITHM
+// (hierarchical, ring, auto) and BRAID_DETERMINISTIC to *options (other fields untouched);
+// InvalidArgument for an unknown placement name.
 Result apply_settings(GenerateOptions* options);
 
 // nccl-tests' "count" for a message of `bytes` bytes (whole output for AllGather, ReduceScatter and

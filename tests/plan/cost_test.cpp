@@ -157,5 +157,52 @@ TEST(Cost, ChoosePlanPicksTheModelsBest) {
   EXPECT_EQ(p.chunks, choice.chunks);
 }
 
+// Left to the model (algorithm unset), the ring is a candidate where it exists: on 4x H200 its
+// AllReduce does no host reduction and the model prefers it over the host-memory-bound
+// hierarchical program; on HyLink's 3090s and for AllGather the hierarchical one stays; and
+// generate() with Algorithm::Auto makes the same choice.
+TEST(Cost, ChoosePlanWeighsTheRingWhereItExists) {
+  using Algorithm = GenerateOptions::Algorithm;
+  const size_t bytes = size_t{1} << 30;
+  const auto chosen = [&](const char* topology, Collective c) {
+    const topo::Topology t = load(topology);
+    ChooseOptions options;
+    options.algorithm.reset();
+    PlanChoice choice;
+    EXPECT_EQ(choose_plan(c, 4, t, bytes, DataType::Float32, options, &choice), Result::Success);
+    GenerateOptions o;
+    o.algorithm = Algorithm::Ring;
+    o.chunks = choice.chunks;
+    o.placement = choice.placement;
+    if (has_algorithm(c, Algorithm::Ring)) {
+      const double ring = cost_of(c, 4, t, o, count_for_bytes(c, 4, bytes, DataType::Float32)).seconds;
+      EXPECT_LE(choice.seconds, ring * (1 + 1e-12)) << topology;
+    }
+    return choice.algorithm;
+  };
+  EXPECT_EQ(chosen("h200x4", Collective::AllReduce), Algorithm::Ring);
+  EXPECT_EQ(chosen("hylink-3090x4", Collective::AllReduce), Algorithm::Hierarchical);
+  EXPECT_EQ(chosen("h200x4", Collective::AllGather), Algorithm::Hierarchical);
+  EXPECT_EQ(chosen("h200x4", Collective::ReduceScatter), Algorithm::Hierarchical);  // no ring program
+
+  // The default still fixes the hierarchical program (braid-sim's calibration is of it).
+  PlanChoice fixed;
+  ASSERT_EQ(choose_plan(Collective::AllReduce, 4, load("h200x4"), bytes, DataType::Float32, &fixed), Result::Success);
+  EXPECT_EQ(fixed.algorithm, Algorithm::Hierarchical);
+
+  GenerateOptions o;
+  o.algorithm = Algorithm::Auto;
+  o.placement = ReducePlacement::Auto;
+  o.bytes = bytes;
+  dsl::Program ring, hierarchical;
+  ASSERT_EQ(generate(Collective::AllReduce, 4, load("h200x4"), o, &ring), Result::Success);
+  o.algorithm = Algorithm::Hierarchical;
+  ASSERT_EQ(generate(Collective::AllReduce, 4, load("h200x4"), o, &hierarchical), Result::Success);
+  size_t ring_instructions = 0, hierarchical_instructions = 0;
+  for (const auto& list : ring.rank_instructions) ring_instructions += list.size();
+  for (const auto& list : hierarchical.rank_instructions) hierarchical_instructions += list.size();
+  EXPECT_NE(ring_instructions, hierarchical_instructions) << "Algorithm::Auto did not take the ring";
+}
+
 }  // namespace
 }  // namespace braid::plan

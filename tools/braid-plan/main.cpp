@@ -1,7 +1,7 @@
 // braid-plan: generate a collective's PCIe program for a topology, print it with the cost model's
 // prediction, and prove it with the validator.
 //   braid-plan allreduce --ranks 4 --topo hylink-3090x4 [--placement host|device|auto]
-//              [--chunks N] [--algorithm hierarchical|ring] [--bytes 64M] [--dtype float]
+//              [--chunks N] [--algorithm hierarchical|ring|auto] [--bytes 64M] [--dtype float]
 //              [--root R] [--deterministic] [--in-place] [--cost-only]
 //   braid-plan --list-topologies
 //   braid-plan --show-topology [--topo NAME]   the topology as JSON (default: this machine's)
@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
   app.add_option("--placement", placement_text, "Where reductions run: host, device or auto")
       ->check(CLI::IsMember({"host", "device", "auto"}));
   app.add_option("--chunks", chunks, "Chunks per block (0: the cost model chooses)")->check(CLI::Range(0, 65536));
-  app.add_option("--algorithm", algorithm_text, "hierarchical or ring")->check(CLI::IsMember({"hierarchical", "ring"}));
+  app.add_option("--algorithm", algorithm_text, "hierarchical, ring or auto (the cost model chooses)")
+      ->check(CLI::IsMember({"hierarchical", "ring", "auto"}));
   app.add_option("--bytes", bytes_text, "Message size as nccl-tests counts it, e.g. 64M, 1G");
   app.add_option("--dtype", dtype_text, "Element type (float, half, bfloat16, int32, ...)");
   app.add_option("--root", root, "Root rank of broadcast and reduce");
@@ -211,8 +212,9 @@ int main(int argc, char** argv) {
                       : placement_text == "device" ? plan::ReducePlacement::Device
                                                    : plan::ReducePlacement::Auto;
   options.chunks = chunks;
-  options.algorithm = algorithm_text == "ring" ? plan::GenerateOptions::Algorithm::Ring
-                                               : plan::GenerateOptions::Algorithm::Hierarchical;
+  options.algorithm = algorithm_text == "ring"   ? plan::GenerateOptions::Algorithm::Ring
+                      : algorithm_text == "auto" ? plan::GenerateOptions::Algorithm::Auto
+                                                 : plan::GenerateOptions::Algorithm::Hierarchical;
   options.deterministic = deterministic;
   options.root = root;
   options.bytes = *bytes;
@@ -220,11 +222,13 @@ int main(int argc, char** argv) {
   if (!collective_reduces(*collective) && options.placement == plan::ReducePlacement::Auto)
     options.placement = plan::ReducePlacement::Host;
   // Resolve the choices here so the summary can say what was chosen.
-  if (options.chunks == 0 || options.placement == plan::ReducePlacement::Auto) {
+  if (options.chunks == 0 || options.placement == plan::ReducePlacement::Auto ||
+      options.algorithm == plan::GenerateOptions::Algorithm::Auto) {
     plan::ChooseOptions choose;
     if (options.placement != plan::ReducePlacement::Auto) choose.placement = options.placement;
     choose.chunks = options.chunks;
-    choose.algorithm = options.algorithm;
+    if (options.algorithm == plan::GenerateOptions::Algorithm::Auto) choose.algorithm.reset();
+    else choose.algorithm = options.algorithm;
     choose.deterministic = deterministic;
     choose.root = root;
     plan::PlanChoice choice;
@@ -234,6 +238,7 @@ int main(int argc, char** argv) {
     }
     options.placement = choice.placement;
     options.chunks = choice.chunks;
+    options.algorithm = choice.algorithm;
   }
   dsl::Program program;
   if (plan::generate(*collective, ranks, topology, options, &program) != Result::Success) {
