@@ -122,6 +122,12 @@ Result host_round_trip(void* host, size_t bytes, const nccl::NcclCalls& nccl, co
   return r;
 }
 
+Result ranks_maximum(ncclComm_t comm, const nccl::NcclCalls& nccl, std::span<int32_t> words, const char* what) {
+  return host_round_trip(words.data(), words.size_bytes(), nccl, what, [&](void* buffer, cudaStream_t stream) {
+    return nccl.ncclAllReduce(buffer, buffer, words.size(), ncclInt32, ncclMax, comm, stream);
+  });
+}
+
 namespace {
 
 // braid's communicator beside `nccl`: from `given` (an engine::CommId every rank holds), else from an

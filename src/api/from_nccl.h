@@ -2,7 +2,9 @@
 // points (nccl/calls.h): braidCommInitFromNccl, the drop-in's and the tools'.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <span>
 
 #include "api/comm.h"
 #include "nccl/calls.h"
@@ -23,5 +25,8 @@ Result init_from_nccl_with_id(braidComm_t* out, ncclComm_t comm, const nccl::Ncc
 // and copies the result back. `what` names the step in the error.
 Result host_round_trip(void* host, size_t bytes, const nccl::NcclCalls& nccl, const char* what,
                        const std::function<ncclResult_t(void* buffer, cudaStream_t)>& collective);
+// Every rank's `words` combined by the maximum (one NCCL all-reduce, host_round_trip): each rank
+// learns every rank's answer, e.g. whether any refused. On the current device.
+Result ranks_maximum(ncclComm_t comm, const nccl::NcclCalls& nccl, std::span<int32_t> words, const char* what);
 
 }  // namespace braid::api

@@ -167,10 +167,8 @@ Result Orchestrator::make_pcie_engine() {
   Result r = api::init_from_nccl(&made, comm_, nccl_, engine::CommunicatorOptions{.host_path = true});
   const std::string why = r == Result::Success ? std::string() : last_error();
   int32_t refused = r == Result::Success ? 0 : 1;
-  const Result agreed = api::host_round_trip(&refused, sizeof refused, nccl_, "the PCIe engines' readiness (ncclAllReduce max)",
-                                             [&](void* buffer, cudaStream_t stream) {
-                                               return nccl_.ncclAllReduce(buffer, buffer, 1, ncclInt32, ncclMax, comm_, stream);
-                                             });
+  const Result agreed =
+      api::ranks_maximum(comm_, nccl_, std::span<int32_t>(&refused, 1), "the PCIe engines' readiness (ncclAllReduce max)");
   cudaSetDevice(device_);
   if (agreed != Result::Success) {
     if (made != nullptr) braidCommDestroy(made);

@@ -37,9 +37,7 @@ Result ranks_maximum(ncclComm_t comm, const nccl::RealNccl& real, int device, co
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device);
-  const Result r = api::host_round_trip(words->data(), sizeof *words, real, what, [&](void* buffer, cudaStream_t stream) {
-    return real.ncclAllReduce(buffer, buffer, N, ncclInt32, ncclMax, comm, stream);
-  });
+  const Result r = api::ranks_maximum(comm, real, *words, what);
   if (r != Result::Success) BRAID_WARN(Shim, "multipath: %s", last_error());
   cudaGetLastError();
   cudaSetDevice(previous);
