@@ -267,27 +267,25 @@ ncclResult_t operation(bool collective, ToNccl to_nccl) {
   return result;
 }
 
-// A collective braid may split: split it (or, inside a group, hold it to split at the group's
-// end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
+// A collective braid may split, braid on: split it (or, inside a group, hold it to split at the
+// group's end), or hand it to NCCL alone through `to_nccl`, which must capture by value.
 template <typename ToNccl>
 ncclResult_t split_or_forward(const braid::nccl::Call& call, const std::optional<braid::shim::CommState>& state,
                               cudaStream_t stream, ToNccl to_nccl) {
-  if (braid_enabled() && real_nccl().found) {
-    auto& group = braid::shim::this_thread_group();
-    const braid::shim::Grouping grouping{group.in_group(),
-                                         group.deferring() && braid::shim::this_thread_held_p2p().empty()};
-    ncclResult_t result = ncclSuccess;
-    switch (braid::shim::split_or_hold(call, state, stream, grouping, &result)) {
-      case braid::shim::Handled::Held:
-        braid::shim::this_thread_held().push_back({call.comm, call, stream, to_nccl});
-        group.on_operation(true);
-        return ncclSuccess;
-      case braid::shim::Handled::Ran:
-        t_braid_error_latest = result != ncclSuccess;
-        return result;
-      case braid::shim::Handled::Nccl:
-        break;
-    }
+  auto& group = braid::shim::this_thread_group();
+  const braid::shim::Grouping grouping{group.in_group(),
+                                       group.deferring() && braid::shim::this_thread_held_p2p().empty()};
+  ncclResult_t result = ncclSuccess;
+  switch (braid::shim::split_or_hold(call, state, stream, grouping, &result)) {
+    case braid::shim::Handled::Held:
+      braid::shim::this_thread_held().push_back({call.comm, call, stream, to_nccl});
+      group.on_operation(true);
+      return ncclSuccess;
+    case braid::shim::Handled::Ran:
+      t_braid_error_latest = result != ncclSuccess;
+      return result;
+    case braid::shim::Handled::Nccl:
+      break;
   }
   return operation(true, to_nccl);
 }
@@ -300,7 +298,6 @@ using braid::nccl::Operation;
 // ncclGroupEnd fails and launches nothing, as without braid.
 template <typename ToNccl>
 std::optional<ncclResult_t> refuse(const Call& call, const std::optional<braid::shim::CommState>& state, ToNccl to_nccl) {
-  if (!braid_enabled() || !real_nccl().found) return std::nullopt;
   const std::optional<braid::shim::ArgumentError> refused = braid::shim::refusal(call, state);
   if (!refused) return std::nullopt;
   if (braid::shim::this_thread_group().in_group()) (void)to_nccl();
@@ -314,11 +311,13 @@ std::optional<ncclResult_t> refuse(const Call& call, const std::optional<braid::
 template <typename ToNccl>
 ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
   if (nested_in_braid()) return to_nccl();
+  const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
+  if (!braid_enabled() || !real_nccl().found) return operation(!point_to_point, to_nccl);
   // The communicator's entry, looked up once for the checks and the split.
-  std::optional<braid::shim::CommState> state;
-  if (call.comm != nullptr && braid_enabled() && real_nccl().found) state = braid::shim::comm_table().find(call.comm);
+  const std::optional<braid::shim::CommState> state =
+      call.comm != nullptr ? braid::shim::comm_table().find(call.comm) : std::nullopt;
   if (const std::optional<ncclResult_t> refused = refuse(call, state, to_nccl)) return *refused;
-  if (braid::shim::routable(call.operation) && braid_enabled() && real_nccl().found) {
+  if (braid::shim::routable(call.operation)) {
     ncclResult_t result = ncclSuccess;
     if (braid::shim::try_route_exchange(call, stream, &result)) {
       t_braid_error_latest = result != ncclSuccess;
@@ -326,8 +325,7 @@ ncclResult_t issue(const Call& call, cudaStream_t stream, ToNccl to_nccl) {
     }
   }
   if (braid::multipath::splittable(call.collective())) return split_or_forward(call, state, stream, to_nccl);
-  const bool point_to_point = call.operation == Operation::Send || call.operation == Operation::Recv;
-  if (point_to_point && braid_enabled() && real_nccl().found) {
+  if (point_to_point) {
     // Held for the group's end (routed there, or given to NCCL by every rank alike), or to NCCL now,
     // which this rank's next slot on the board must learn before the call reaches NCCL.
     const braid::route::PeerCall peer_call{
