@@ -230,37 +230,39 @@ Result choose_plan(Collective collective, int ranks, const topo::Topology& topol
   const std::vector<int> chunk_list =
       options.chunks > 0 ? std::vector<int>{options.chunks} : chunk_candidates(collective, ranks);
   using Algorithm = GenerateOptions::Algorithm;
+  if (options.algorithm == Algorithm::Auto)
+    return fail(Result::InvalidArgument, "choose_plan: the algorithm to try is auto; leave it unset to try each");
   std::vector<Algorithm> algorithms;
   if (options.algorithm) algorithms = {*options.algorithm};
   else if (has_algorithm(collective, Algorithm::Ring)) algorithms = {Algorithm::Hierarchical, Algorithm::Ring};
   else algorithms = {Algorithm::Hierarchical};
-  if (std::find(algorithms.begin(), algorithms.end(), Algorithm::Auto) != algorithms.end())
-    return fail(Result::InvalidArgument, "choose_plan: the algorithm to try is auto; leave it unset to try each");
   const size_t count = count_for_bytes(collective, ranks, bytes, dtype);
   bool found = false;
   PlanChoice best;
-  for (Algorithm algorithm : algorithms)
-  for (ReducePlacement placement : placements)
-    for (int chunks : chunk_list) {
-      GenerateOptions g;
-      g.placement = placement;
-      g.chunks = chunks;
-      g.algorithm = algorithm;
-      g.deterministic = options.deterministic;
-      g.root = options.root;
-      dsl::Program p;
-      BRAID_TRY(generate(collective, ranks, topology, g, &p));
-      ProgramCost c;
-      BRAID_TRY(estimate(p, topology, count, dtype, options.cost, &c));
-      BRAID_TRACE(Plan, "candidate %s %s placement=%s chunks=%d: %.3f us", std::string(collective_name(collective)).c_str(),
-                  std::string(algorithm_name(algorithm)).c_str(), std::string(placement_name(placement)).c_str(), chunks,
-                  c.seconds * 1e6);
-      // Strictly better only: ties keep the earlier (hierarchical, host placement, fewer chunks).
-      if (!found || c.seconds < best.seconds * (1 - 1e-9)) {
-        best = {placement, algorithm, chunks, c.seconds};
-        found = true;
+  for (Algorithm algorithm : algorithms) {
+    for (ReducePlacement placement : placements) {
+      for (int chunks : chunk_list) {
+        GenerateOptions g;
+        g.placement = placement;
+        g.chunks = chunks;
+        g.algorithm = algorithm;
+        g.deterministic = options.deterministic;
+        g.root = options.root;
+        dsl::Program p;
+        BRAID_TRY(generate(collective, ranks, topology, g, &p));
+        ProgramCost c;
+        BRAID_TRY(estimate(p, topology, count, dtype, options.cost, &c));
+        BRAID_TRACE(Plan, "candidate %s %s placement=%s chunks=%d: %.3f us", std::string(collective_name(collective)).c_str(),
+                    std::string(algorithm_name(algorithm)).c_str(), std::string(placement_name(placement)).c_str(), chunks,
+                    c.seconds * 1e6);
+        // Strictly better only: ties keep the earlier (hierarchical, host placement, fewer chunks).
+        if (!found || c.seconds < best.seconds * (1 - 1e-9)) {
+          best = {placement, algorithm, chunks, c.seconds};
+          found = true;
+        }
       }
     }
+  }
   *out = best;
   return Result::Success;
 }

@@ -521,27 +521,31 @@ Result check_arguments(Collective c, int ranks, const GenerateOptions& o) {
 
 }  // namespace
 
+Result resolve_choices(Collective collective, int ranks, const topo::Topology& topology, GenerateOptions* o) {
+  if (!collective_reduces(collective) && o->placement == ReducePlacement::Auto) o->placement = ReducePlacement::Host;
+  if (o->chunks > 0 && o->placement != ReducePlacement::Auto && o->algorithm != GenerateOptions::Algorithm::Auto)
+    return Result::Success;
+  ChooseOptions ch;
+  if (o->algorithm == GenerateOptions::Algorithm::Auto) ch.algorithm.reset();
+  else ch.algorithm = o->algorithm;
+  ch.deterministic = o->deterministic;
+  ch.root = o->root;
+  if (o->chunks > 0) ch.chunks = o->chunks;
+  if (o->placement != ReducePlacement::Auto) ch.placement = o->placement;
+  PlanChoice choice;
+  BRAID_TRY(choose_plan(collective, ranks, topology, o->bytes, o->dtype, ch, &choice));
+  o->chunks = choice.chunks;
+  o->placement = choice.placement;
+  o->algorithm = choice.algorithm;
+  return Result::Success;
+}
+
 Result generate(Collective collective, int ranks, const topo::Topology& topology,
                 const GenerateOptions& options, dsl::Program* out) {
   if (out == nullptr) return fail(Result::InvalidArgument, "generate: null program");
   BRAID_TRY(check_arguments(collective, ranks, options));
   GenerateOptions o = options;
-  const bool reduces = collective_reduces(collective);
-  if (!reduces && o.placement == ReducePlacement::Auto) o.placement = ReducePlacement::Host;
-  if (o.chunks == 0 || o.placement == ReducePlacement::Auto || o.algorithm == GenerateOptions::Algorithm::Auto) {
-    PlanChoice choice;
-    ChooseOptions ch;
-    if (o.algorithm == GenerateOptions::Algorithm::Auto) ch.algorithm.reset();
-    else ch.algorithm = o.algorithm;
-    ch.deterministic = o.deterministic;
-    ch.root = o.root;
-    if (o.chunks > 0) ch.chunks = o.chunks;
-    if (o.placement != ReducePlacement::Auto) ch.placement = o.placement;
-    BRAID_TRY(choose_plan(collective, ranks, topology, o.bytes, o.dtype, ch, &choice));
-    o.chunks = choice.chunks;
-    o.placement = choice.placement;
-    o.algorithm = choice.algorithm;
-  }
+  BRAID_TRY(resolve_choices(collective, ranks, topology, &o));
 
   dsl::Program p;
   p.collective = collective;

@@ -48,6 +48,10 @@ bool has_algorithm(Collective collective, GenerateOptions::Algorithm algorithm);
 Result generate(Collective collective, int ranks, const topo::Topology& topology,
                 const GenerateOptions& options, dsl::Program* out);
 
+// Settles what `options` leaves to the cost model (chunks 0, placement or algorithm Auto) with
+// choose_plan for a message of options->bytes, as generate() does: callers that report the choice.
+Result resolve_choices(Collective collective, int ranks, const topo::Topology& topology, GenerateOptions* options);
+
 // Applies BRAID_CHUNKS, BRAID_REDUCE_PLACEMENT (host, device, auto), BRAID_ALGORITHM
 // (hierarchical, ring, auto) and BRAID_DETERMINISTIC to *options (other fields untouched);
 // InvalidArgument for an unknown placement name.

@@ -219,26 +219,10 @@ int main(int argc, char** argv) {
   options.root = root;
   options.bytes = *bytes;
   options.dtype = *dtype;
-  if (!collective_reduces(*collective) && options.placement == plan::ReducePlacement::Auto)
-    options.placement = plan::ReducePlacement::Host;
   // Resolve the choices here so the summary can say what was chosen.
-  if (options.chunks == 0 || options.placement == plan::ReducePlacement::Auto ||
-      options.algorithm == plan::GenerateOptions::Algorithm::Auto) {
-    plan::ChooseOptions choose;
-    if (options.placement != plan::ReducePlacement::Auto) choose.placement = options.placement;
-    choose.chunks = options.chunks;
-    if (options.algorithm == plan::GenerateOptions::Algorithm::Auto) choose.algorithm.reset();
-    else choose.algorithm = options.algorithm;
-    choose.deterministic = deterministic;
-    choose.root = root;
-    plan::PlanChoice choice;
-    if (plan::choose_plan(*collective, ranks, topology, *bytes, *dtype, choose, &choice) != Result::Success) {
-      std::fprintf(stderr, "braid-plan: %s\n", last_error());
-      return 2;
-    }
-    options.placement = choice.placement;
-    options.chunks = choice.chunks;
-    options.algorithm = choice.algorithm;
+  if (plan::resolve_choices(*collective, ranks, topology, &options) != Result::Success) {
+    std::fprintf(stderr, "braid-plan: %s\n", last_error());
+    return 2;
   }
   dsl::Program program;
   if (plan::generate(*collective, ranks, topology, options, &program) != Result::Success) {
