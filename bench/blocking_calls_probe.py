@@ -38,9 +38,7 @@ def child(args):
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     import torch
-    if torch.cuda.device_count() < world:
-        os.environ["NCCL_HOSTID"] = f"blocking-probe-{rank}"  # the one-GPU rig: a host per process
-    device = rank % torch.cuda.device_count()
+    device = launcher.rank_device(rank, world)
     torch.cuda.set_device(device)
     import torch.distributed as dist
     dev = torch.device("cuda", device)

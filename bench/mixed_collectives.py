@@ -46,8 +46,9 @@ def child(args):
     import torch.distributed as dist
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    device = launcher.rank_device(rank, world)
+    torch.cuda.set_device(device)
+    dev = torch.device("cuda", device)
     dist.init_process_group("nccl", device_id=dev)
     groups = {"world": (dist.group.WORLD, list(range(world))), "world2": (dist.new_group(list(range(world))), list(range(world)))}
     pair_groups = [dist.new_group([p, p + 1]) for p in range(0, world - 1, 2)]
@@ -122,7 +123,7 @@ def child(args):
     torch.cuda.synchronize()
     loop = time.time() - t0
     print(json.dumps({"rank": rank, "calls": done, "loop_s": loop, "first_100_s": t_first,
-                      "wrong": int(wrong.item())}), flush=True)
+                      "wrong": int(wrong.item()), "thread_cpu_s": launcher.thread_cpu_seconds()}), flush=True)
     dist.destroy_process_group()
 
 

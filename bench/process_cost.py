@@ -29,8 +29,9 @@ def child(args):
     import torch
     import torch.distributed as dist
     rank = int(os.environ["RANK"])
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    device = launcher.rank_device(rank, int(os.environ["WORLD_SIZE"]))
+    torch.cuda.set_device(device)
+    dev = torch.device("cuda", device)
     dist.init_process_group("nccl", device_id=dev)
     x = torch.ones(args.mb << 18, device=dev)  # mb MB of float32
     dist.all_reduce(x)

@@ -61,6 +61,34 @@ def launch(script, child_args, ranks, braid_lib=None, timeout=300, extra_env=Non
     return rows, status
 
 
+def rank_device(rank, world):
+    """A child's GPU: its own where the machine has one per rank; else the one-GPU rig's shape,
+    ranks sharing GPUs, each posing as its own host to NCCL (which refuses two ranks on one GPU of
+    one host). Call before CUDA or NCCL start in the child."""
+    import torch
+    count = torch.cuda.device_count()
+    if count < world:
+        os.environ["NCCL_HOSTID"] = f"bench-rank-{rank}"
+    return rank % count
+
+
+def thread_cpu_seconds():
+    """This process's CPU seconds (user + system) per thread name, from /proc: who spent the
+    machine's cores (NCCL's, braid's and PyTorch's threads are named)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[name] = round(out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick, 2)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def add_job_arguments(parser, timeout):
     """The flags every plain-against-braid job shares (the children's own two hidden)."""
     import argparse

@@ -8,6 +8,8 @@
 # the real NCCL it forwards to; RIG_PREFLIGHT=0 skips it):
 #   correctness N  nccl-tests through braid, 5 collectives, every type and operator at 1K, 64K and 4M,
 #                  every type at 256M (operators: RIG_LARGE_OPS, default sum; "all" for all six);
+#                  every split call given a PCIe share of RIG_CHECK_SHARE (0.25; "auto": braid's
+#                  own balancer, which gives none in a row's few calls), as in the modes suite;
 #                  plus, once per run, plain NCCL at N=2 up to 4M as the baseline
 #   dying N        bench/rig/dying_rank.cpp, 256 MB: the last rank leaves after 20 all-reduces; time
 #                  to the error and to abort, plain and through braid
@@ -211,12 +213,18 @@ gpus_here() { nvidia-smi -L 2>/dev/null | grep -c '^GPU'; }
 # path runs in many slices, has a run of its own with every type and RIG_LARGE_OPS (default sum:
 # 60 rows; "all" makes it the whole 240-row matrix, about 4x the time, for a call of its own).
 # RIG_COLLS narrows the matrix to some collectives (a check of one path setting, say).
+# Checked calls must cross braid's own path: HyLink's balancer gives no PCIe element before its
+# 256-call settle lag, which a row's 6 calls never reach, so the matrix would check NCCL alone.
+# The correctness and modes suites give every split call a share of RIG_CHECK_SHARE (0.25) through
+# the static balancer; RIG_CHECK_SHARE=auto leaves braid's own balancer (what users run).
+checked_share=()
+[[ ${RIG_CHECK_SHARE:-0.25} == auto ]] || checked_share=(BRAID_BALANCER static BRAID_STATIC_SHARE "${RIG_CHECK_SHARE:-0.25}")
 read -r -a colls <<< "${RIG_COLLS:-all_reduce reduce_scatter reduce all_gather broadcast}"
 common=(-d all -c 1 -n 1 -w 0 -T 40)
 baseline_done=0
 suite_correctness() {
   local n=$1 c
-  launch braid "$n"
+  launch braid "$n" ${checked_share[@]+"${checked_share[@]}"}
   for c in "${colls[@]}"; do
     run "$OUT/correctness/braid_n${n}_${c}.log" 120 "${L[@]}" "$nt/${c}_perf" "${common[@]}" -o all -b 1K -e 4M -f 64
     run "$OUT/correctness/braid_n${n}_${c}_256M.log" "${RIG_LARGE_LIMIT:-150}" "${L[@]}" "$nt/${c}_perf" \
@@ -239,7 +247,7 @@ suite_correctness() {
 suite_modes() {
   # 256 B to 256 MB in six sizes (RIG_MODES_SIZES: nccl-tests' own -b/-e/-f flags).
   local n=$1 c m sizes=${RIG_MODES_SIZES:--b 256 -e 256M -f 16}
-  launch braid "$n"
+  launch braid "$n" ${checked_share[@]+"${checked_share[@]}"}
   for m in "-G 1" "-u 1" "-R 1" "-y 1" "-z 1" "-m 8" "-a 3"; do
     for c in all_reduce all_gather reduce_scatter; do
       # shellcheck disable=SC2086  # a flag and its value, split on purpose

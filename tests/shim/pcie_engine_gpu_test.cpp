@@ -1,16 +1,23 @@
 // braid's PCIe share is paid for at its first call with PCIe elements, not before (issue 41: a
 // 1000-call mixed run at 2 GPUs pinned 2 GiB for a share the balancer never used). An NCCL program
-// through libbraid.so, a thread per GPU, PCIe shares admitted (BRAID_SPLIT_MIN_BYTES): with HyLink's
-// balancer, which starts every size at NVLink alone, no call in the settle lag gets a PCIe
+// through libbraid.so, a process per rank, PCIe shares admitted (BRAID_SPLIT_MIN_BYTES): with
+// HyLink's balancer, which starts every size at NVLink alone, no call in the settle lag gets a PCIe
 // element, so braid makes no progress thread and no reduction workers; with a static share
 // (BRAID_PCIE_ENGINE_EXPECTED=1, set by its ctest entry with BRAID_BALANCER=static) the first call
-// makes both. The results are checked either way.
+// makes both. The results are checked either way. With fewer GPUs than ranks the ranks share GPUs,
+// each posing as its own host to NCCL (the one-GPU rig's shape), so one GPU runs it too.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 #include <dirent.h>
 #include <nccl.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -61,53 +68,95 @@ std::string run_calls(ncclComm_t comm, int rank, int ranks, float* buffer) {
   return "";
 }
 
-TEST(PcieEngine, IsMadeAtTheFirstCallWithPcieElementsAndNotBefore) {
-  const int ranks = std::min(visible_gpus(), 2);
-  if (ranks < 2) GTEST_SKIP() << "needs 2 GPUs";
-  const char* expected = std::getenv("BRAID_PCIE_ENGINE_EXPECTED");
-  const bool engine = expected != nullptr && std::string(expected) == "1";
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<ncclComm_t> comms(ranks);
-  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < ranks; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(ncclCommInitRank(&comms[r], ranks, id, r), ncclSuccess);
+constexpr int kRanks = 2;
+constexpr int kSkipped = 77;  // a rank's exit status: no GPU here
+
+// Writes or reads the whole of `n` bytes; false on a short transfer.
+bool write_all(int fd, const void* bytes, size_t n) { return write(fd, bytes, n) == static_cast<ssize_t>(n); }
+bool read_all(int fd, void* bytes, size_t n) { return read(fd, bytes, n) == static_cast<ssize_t>(n); }
+
+// One rank, in a process of its own: its exit status is 0 when its results were exact and braid
+// made (or did not make) the PCIe engine's threads as expected. Rank 0 hands the ncclUniqueId on
+// through `id_pipe`.
+int run_rank(int rank, const int id_pipe[2], bool engine) {
+  // Each end kept by the side that uses it, so that a rank 0 gone early ends the others' read.
+  close(rank == 0 ? id_pipe[0] : id_pipe[1]);
+  const int gpus = visible_gpus();
+  if (gpus == 0) return kSkipped;
+  if (gpus < kRanks) setenv("NCCL_HOSTID", ("pcie-engine-test-" + std::to_string(rank)).c_str(), 1);
+  if (cudaSetDevice(rank % gpus) != cudaSuccess) return 2;
+  ncclUniqueId id{};
+  if (rank == 0) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) return 3;
+    for (int r = 1; r < kRanks; ++r)
+      if (!write_all(id_pipe[1], &id, sizeof id)) return 3;
+  } else if (!read_all(id_pipe[0], &id, sizeof id)) {
+    return 3;
   }
-  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  std::vector<float*> buffers(ranks, nullptr);
-  for (int r = 0; r < ranks; ++r) {
-    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&buffers[r], kCount * sizeof(float)), cudaSuccess);
+  ncclComm_t comm = nullptr;
+  if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) {
+    std::fprintf(stderr, "rank %d: ncclCommInitRank failed\n", rank);
+    return 4;
   }
-  std::vector<std::string> errors(ranks);
-  {
-    // A thread per rank: a split call waits for every rank's host.
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r)
-      threads.emplace_back([&, r] {
-        cudaSetDevice(r);
-        errors[r] = run_calls(comms[r], r, ranks, buffers[r]);
-      });
-    for (auto& t : threads) t.join();
-  }
-  // Counted while the communicators live.
+  float* buffer = nullptr;
+  if (cudaMalloc(&buffer, kCount * sizeof(float)) != cudaSuccess) return 5;
+  const std::string error = run_calls(comm, rank, kRanks, buffer);
+  // Counted while the communicator lives: this process holds one rank.
   const int lanes = threads_named("braid-lane");
   const int workers = threads_named("braid-reduce");
-  for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ(errors[r], "") << "rank " << r;
-    if (errors[r].empty()) ncclCommDestroy(comms[r]);
-    else ncclCommAbort(comms[r]);
-    cudaSetDevice(r);
-    cudaFree(buffers[r]);
+  if (error.empty()) ncclCommDestroy(comm);
+  else ncclCommAbort(comm);
+  cudaFree(buffer);
+  std::fprintf(stderr, "rank %d: progress threads %d, reduction workers %d, %s\n", rank, lanes, workers,
+               error.empty() ? "exact" : error.c_str());
+  if (!error.empty()) return 6;
+  if (engine && (lanes != 1 || workers == 0)) {
+    std::fprintf(stderr, "rank %d: a static PCIe share should make one progress thread and reduction workers\n", rank);
+    return 7;
   }
-  if (engine) {
-    EXPECT_EQ(lanes, ranks) << "a static PCIe share made no progress thread";
-    EXPECT_GT(workers, 0) << "a static PCIe share made no reduction workers";
-  } else {
-    EXPECT_EQ(lanes, 0) << "a progress thread was made for calls with no PCIe element";
-    EXPECT_EQ(workers, 0) << "reduction workers were made for calls with no PCIe element";
+  if (!engine && (lanes != 0 || workers != 0)) {
+    std::fprintf(stderr, "rank %d: calls with no PCIe element should make no progress thread or workers\n", rank);
+    return 8;
   }
+  return 0;
+}
+
+TEST(PcieEngine, IsMadeAtTheFirstCallWithPcieElementsAndNotBefore) {
+  const char* expected = std::getenv("BRAID_PCIE_ENGINE_EXPECTED");
+  const bool engine = expected != nullptr && std::string(expected) == "1";
+  int id_pipe[2];
+  ASSERT_EQ(pipe(id_pipe), 0);
+  // The ranks are forked before this process touches CUDA, so each starts CUDA afresh.
+  std::vector<pid_t> children;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(run_rank(r, id_pipe, engine));
+    children.push_back(pid);
+  }
+  close(id_pipe[0]);
+  close(id_pipe[1]);
+  // Bounded: a rank that hangs is killed and reported, and so are the others.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  std::vector<int> statuses(kRanks, -1);
+  int left = kRanks;
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (int r = 0; r < kRanks; ++r) {
+      int status = 0;
+      if (statuses[r] != -1 || waitpid(children[r], &status, WNOHANG) != children[r]) continue;
+      statuses[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      --left;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    if (statuses[r] != -1) continue;
+    kill(children[r], SIGKILL);
+    waitpid(children[r], nullptr, 0);
+  }
+  ASSERT_EQ(left, 0) << "a rank hung (killed after 120 s)";
+  if (statuses[0] == kSkipped) GTEST_SKIP() << "no GPU";
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(statuses[r], 0) << "rank " << r << " (its stderr says why)";
 }
 
 }  // namespace
