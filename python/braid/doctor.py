@@ -5,8 +5,9 @@ the drop-in runs), the settings and braid's own reading of each value set from t
 layer (braid-plan --show-settings: no second parser here), /dev/shm against what braid's set-up
 allocates there and the braid files in it (braid-plan --show-shm), the PCIe
 ceiling from braid-bench --ceiling-only, the real NCCL as the drop-in finds it (nccl.py). When
-braid will split is said from the rules of src/multipath/admission.cpp, paths_admitted.cpp and
-orchestrator.cpp (split_policy below; docs/SHIM.md and docs/MULTIPATH.md).
+braid will split comes from the library's own rules (braid-plan --show-split-policy:
+multipath/paths_admitted.cpp and OrchestratorOptions), the calls it always leaves to NCCL from
+multipath/admission.cpp's reasons (ALWAYS_TO_NCCL below; docs/MULTIPATH.md).
 """
 
 import dataclasses
@@ -24,8 +25,9 @@ from braid.nccl import find_real_nccl, library_dir_env
 from braid.sizes import format_size
 
 SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
-# What braid's own NVLink path (copy engines, CUDA IPC) carries; the rest leave NVLink to NCCL.
-NVLINK_PATH_COLLECTIVES = {"all_reduce", "all_gather"}
+# The library's names for them (braid-plan's JSON), as nccl-tests names its binaries.
+COLLECTIVE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+                    "broadcast": "broadcast", "reduce": "reduce"}
 # Why a call of a splittable collective and size still goes to NCCL alone (multipath::admit's
 # reasons, src/multipath/admission.cpp).
 ALWAYS_TO_NCCL = [
@@ -86,34 +88,16 @@ class SplitRule:
     why_not: str = ""          # when neither applies
 
 
-def split_policy(table: List[dict], nvlink: bool, ranks: int) -> List[SplitRule]:
-    """From which size each collective is split, on which paths, as the drop-in decides it."""
-    if _truthy(_setting(table, "BRAID_DISABLE")):
+def split_policy(nvlink: bool, ranks: int, environ=None) -> List[SplitRule]:
+    """From which size each collective is split, on which paths: the drop-in's own rules and reading
+    of the settings in `environ` (default: this process's), through braid-plan --show-split-policy."""
+    policy = _run_json([tools.tool("braid-plan"), "--show-split-policy", "--ranks", str(max(1, ranks)),
+                        "--nvlink", "yes" if nvlink else "no"], env=environ)
+    if policy["disabled"]:
         return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in SPLIT_COLLECTIVES]
-    if ranks < 2:
-        return [SplitRule(c, None, None, "fewer than 2 GPUs: nothing to split") for c in SPLIT_COLLECTIVES]
-    min_bytes = int(_setting(table, "BRAID_SPLIT_MIN_BYTES"))
-    # The PCIe share where it was measured to pay (multipath/paths_admitted.cpp): not at more than
-    # two ranks on NVLink unless the user sets the split size.
-    pcie = not (nvlink and ranks > 2 and min_bytes <= 0)
-    if min_bytes <= 0:
-        # Auto (OrchestratorOptions::pcie_share_min_bytes): NCCL alone on NVLink is as fast as the PCIe path's fixed latency
-        # up to about 64 MB; without NVLink, HyLink's S_min.
-        min_bytes = (128 << 20) if nvlink else (1 << 20)
-    nvlink_path = _setting(table, "BRAID_NVLINK_PATH")
-    # auto: two ranks only, where it was measured to pay (src/multipath/orchestrator.cpp).
-    own_nvlink = nvlink_path == "copy" or (nvlink_path == "auto" and nvlink and ranks == 2)
-    # AllReduce's NVLink path has a threshold of its own (Orchestrator::copy_engines_take).
-    path_min = {"all_gather": int(_setting(table, "BRAID_NVLINK_COPY_MIN_BYTES")),
-                "all_reduce": int(_setting(table, "BRAID_NVLINK_ALLREDUCE_MIN_BYTES"))}
-    no_pcie = ("more than two GPUs on NVLink: braid's PCIe share was measured not to pay there (0.99-1.00x "
-               "NCCL on 4x H200); BRAID_SPLIT_MIN_BYTES turns it on")
-    rules = []
-    for c in SPLIT_COLLECTIVES:
-        rides = own_nvlink and c in NVLINK_PATH_COLLECTIVES
-        rules.append(SplitRule(c, min_bytes if pcie else None, path_min[c] if rides else None,
-                               "" if pcie else no_pcie))
-    return rules
+    why_not = "" if policy["pcie_share"]["admitted"] else policy["pcie_share"]["why"]
+    return [SplitRule(COLLECTIVE_NAMES[r["collective"]], r["pcie_from"], r["nvlink_path_from"], why_not)
+            for r in policy["rules"]]
 
 
 def describe_rule(rule: SplitRule) -> str:
@@ -237,7 +221,7 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
         lines.append("One GPU: a job of one process per GPU has nothing to split. Several processes sharing "
                      "it (the one-GPU rig, bench/rig/) split as GPUs without NVLink would:")
         ranks, nvlink = 2, False
-    lines += ["  " + describe_rule(rule) for rule in split_policy(table, nvlink, ranks)]
+    lines += ["  " + describe_rule(rule) for rule in split_policy(nvlink, ranks)]
     lines.append(f"  balancer: {_setting(table, 'BRAID_BALANCER')}; calls return before braid's share ends: "
                  f"{'yes' if _truthy(_setting(table, 'BRAID_ASYNC')) else 'no (BRAID_ASYNC=0)'}")
     lines.append("  every other call goes to NCCL alone, and so do these at any size:")

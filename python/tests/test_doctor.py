@@ -19,57 +19,62 @@ def clean_environ(**variables):
     return env
 
 
+def braid_environ(**values):
+    """This environment without BRAID_* variables, with BRAID_<NAME>=value for each of `values`."""
+    return clean_environ(**{"BRAID_" + k.upper(): str(v) for k, v in values.items()})
+
+
 def with_values(table, **values):
     """The settings table as braid-plan --show-settings prints it with these variables set: the
     library's own reading of each (`table` is the one without them)."""
-    return doctor.settings_table(clean_environ(**{"BRAID_" + k.upper(): str(v) for k, v in values.items()}))
+    return doctor.settings_table(braid_environ(**values))
 
 
-def rules(table, nvlink=True, ranks=2):
-    return {r.collective: r for r in doctor.split_policy(table, nvlink, ranks)}
+def rules(environ, nvlink=True, ranks=2):
+    return {r.collective: r for r in doctor.split_policy(nvlink, ranks, environ)}
 
 
-def test_defaults_split_from_128_mib_on_nvlink_and_1_mib_without(settings_table):
-    table = with_values(settings_table)
-    on_nvlink = rules(table, nvlink=True)
+def test_defaults_split_from_128_mib_on_nvlink_and_1_mib_without():
+    env = braid_environ()
+    on_nvlink = rules(env, nvlink=True)
     assert on_nvlink["all_reduce"].pcie_from == 128 * MiB
     assert on_nvlink["all_reduce"].nvlink_path_from == 128 * MiB  # a threshold of its own
     assert on_nvlink["all_gather"].nvlink_path_from == 16 * MiB
     assert on_nvlink["reduce_scatter"].nvlink_path_from is None  # NCCL's kernels carry its NVLink share
-    assert rules(table, nvlink=False)["all_reduce"].pcie_from == 1 * MiB
-    assert rules(table, nvlink=False)["all_gather"].nvlink_path_from is None  # auto: only on NVLink
+    assert rules(env, nvlink=False)["all_reduce"].pcie_from == 1 * MiB
+    assert rules(env, nvlink=False)["all_gather"].nvlink_path_from is None  # auto: only on NVLink
 
 
-def test_settings_move_the_thresholds_and_paths(settings_table):
-    table = with_values(settings_table, split_min_bytes=64 * MiB, nvlink_path="nccl")
-    r = rules(table)["all_gather"]
+def test_settings_move_the_thresholds_and_paths():
+    env = braid_environ(split_min_bytes=64 * MiB, nvlink_path="nccl")
+    r = rules(env)["all_gather"]
     assert r.pcie_from == 64 * MiB and r.nvlink_path_from is None
-    forced = rules(with_values(settings_table, nvlink_path="copy"), nvlink=False)["all_gather"]
+    forced = rules(braid_environ(nvlink_path="copy"), nvlink=False)["all_gather"]
     assert forced.nvlink_path_from == 16 * MiB
 
 
-def test_own_paths_by_default_on_two_ranks_only(settings_table):
-    table = with_values(settings_table)
-    four = rules(table, ranks=4)["all_gather"]
+def test_own_paths_by_default_on_two_ranks_only():
+    env = braid_environ()
+    four = rules(env, ranks=4)["all_gather"]
     assert four.nvlink_path_from is None  # NCCL's kernels won at 4
-    assert four.pcie_from is None and "measured not to pay" in doctor.describe_rule(four)
-    assert rules(with_values(settings_table, split_min_bytes=64 * MiB), ranks=4)["all_gather"].pcie_from == 64 * MiB
-    assert rules(table, nvlink=False, ranks=4)["all_gather"].pcie_from == 1 * MiB  # HyLink's machines
-    forced = rules(with_values(settings_table, nvlink_path="copy"), ranks=4)["all_gather"]
+    assert four.pcie_from is None and "more than two ranks on NVLink" in doctor.describe_rule(four)
+    assert rules(braid_environ(split_min_bytes=64 * MiB), ranks=4)["all_gather"].pcie_from == 64 * MiB
+    assert rules(env, nvlink=False, ranks=4)["all_gather"].pcie_from == 1 * MiB  # HyLink's machines
+    forced = rules(braid_environ(nvlink_path="copy"), ranks=4)["all_gather"]
     assert forced.nvlink_path_from == 16 * MiB and forced.pcie_from is None
     assert "copy-engine path alone" in doctor.describe_rule(forced)
 
 
-def test_disabled_or_single_gpu_never_splits_and_says_why(settings_table):
-    for r in rules(with_values(settings_table, disable=1)).values():
+def test_disabled_or_single_gpu_never_splits_and_says_why():
+    for r in rules(braid_environ(disable=1)).values():
         assert r.pcie_from is None and "BRAID_DISABLE" in doctor.describe_rule(r)
-    for r in rules(with_values(settings_table), ranks=1).values():
-        assert r.pcie_from is None and "fewer than 2 GPUs" in r.why_not
+    for r in rules(braid_environ(), ranks=1).values():
+        assert r.pcie_from is None and "one rank" in r.why_not
 
 
-def test_refused_values_fall_back_to_the_default_as_braid_does(settings_table):
-    table = with_values(settings_table, nvlink_path="sideways", split_min_bytes="lots")
-    r = rules(table)["all_gather"]
+def test_refused_values_fall_back_to_the_default_as_braid_does():
+    env = braid_environ(nvlink_path="sideways", split_min_bytes="lots")
+    r = rules(env)["all_gather"]
     assert r.pcie_from == 128 * MiB and r.nvlink_path_from == 16 * MiB
 
 
@@ -93,8 +98,8 @@ def test_values_braid_refuses_are_marked_with_what_it_accepts(value):
 
 # Issue 43 row 11: doctor disagreed with the library on 0x10 (16 to braid) and 1e9 (refused by braid).
 def test_doctor_reads_values_as_the_library_does():
-    assert rules(with_values(None, split_min_bytes="0x10"), nvlink=False)["all_reduce"].pcie_from == 16
-    assert rules(with_values(None, split_min_bytes="1e9"), nvlink=False)["all_reduce"].pcie_from == 1 * MiB
+    assert rules(braid_environ(split_min_bytes="0x10"), nvlink=False)["all_reduce"].pcie_from == 16
+    assert rules(braid_environ(split_min_bytes="1e9"), nvlink=False)["all_reduce"].pcie_from == 1 * MiB
     assert "(braid reads 16)" in doctor.settings_lines(with_values(None, split_min_bytes="0x10"))[0]
 
 

@@ -35,4 +35,14 @@ size_t OrchestratorOptions::pcie_share_min_bytes(bool nvlink) const {
   return nvlink ? size_t{128} << 20 : size_t{1} << 20;
 }
 
+PathThresholds OrchestratorOptions::thresholds(bool nvlink) const {
+  return {.pcie_share = pcie_share_min_bytes(nvlink),
+          .copy_engines_gather = nvlink_copy_min_bytes,
+          .copy_engines_reduce = nvlink_allreduce_min_bytes};
+}
+
+PathFacts OrchestratorOptions::facts(int nranks, bool nvlink) const {
+  return {.nranks = nranks, .nvlink = nvlink, .nvlink_path = nvlink_path, .split_size_chosen = split_min_bytes > 0};
+}
+
 }  // namespace braid::multipath

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "multipath/paths_admitted.h"
+
 namespace braid::multipath {
 
 struct OrchestratorOptions {
@@ -25,6 +27,11 @@ struct OrchestratorOptions {
   static OrchestratorOptions from_settings();
   // The size from which the PCIe share takes a call: BRAID_SPLIT_MIN_BYTES, or by the machine.
   size_t pcie_share_min_bytes(bool nvlink) const;
+  // The sizes from which each of braid's paths takes a call, by these options.
+  PathThresholds thresholds(bool nvlink) const;
+  // What a rank of `nranks` on a machine with or without NVLink knows for admit_paths (the view of
+  // nvlink_path lives as long as these options).
+  PathFacts facts(int nranks, bool nvlink) const;
 };
 
 }  // namespace braid::multipath

@@ -32,13 +32,18 @@ PathsAdmitted combined(const PathsAdmitted& a, const PathsAdmitted& b) {
                        .pcie_share = std::max(a.pcie_share, b.pcie_share)};
 }
 
+size_t copy_engines_from(const PathThresholds& thresholds, Collective collective) {
+  // braid's own NVLink path carries AllGathers and AllReduces; NCCL the rest.
+  if (collective == Collective::AllGather) return std::max<size_t>(1, thresholds.copy_engines_gather);
+  if (collective == Collective::AllReduce) return std::max<size_t>(1, thresholds.copy_engines_reduce);
+  return 0;
+}
+
 bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes) {
   if (paths.pcie_share_admitted() && bytes >= thresholds.pcie_share) return true;
   if (!paths.copy_engines_admitted()) return false;
-  // braid's own NVLink path carries AllGathers and AllReduces; NCCL the rest.
-  if (collective == Collective::AllGather) return bytes >= thresholds.copy_engines_gather;
-  if (collective == Collective::AllReduce) return bytes >= thresholds.copy_engines_reduce;
-  return false;
+  const size_t from = copy_engines_from(thresholds, collective);
+  return from > 0 && bytes >= from;
 }
 
 PathsAdmitted made_at(const PathsAdmitted& paths, const PathThresholds& thresholds, size_t bytes) {

@@ -66,6 +66,9 @@ struct PathThresholds {
   size_t copy_engines_gather = 0;    // BRAID_NVLINK_COPY_MIN_BYTES (AllGather)
   size_t copy_engines_reduce = 0;    // BRAID_NVLINK_ALLREDUCE_MIN_BYTES (AllReduce)
 };
+// The size from which braid's copy-engine path takes `collective` where it is admitted; 0 for a
+// collective it never carries (NCCL carries that one's NVLink share).
+size_t copy_engines_from(const PathThresholds& thresholds, Collective collective);
 // Whether an admitted path would take a call of `collective` and `bytes`: braid makes its part of
 // a communicator at the first such call, not before (every rank makes the same calls).
 bool takes(const PathsAdmitted& paths, const PathThresholds& thresholds, Collective collective, size_t bytes);

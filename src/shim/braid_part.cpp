@@ -61,22 +61,6 @@ bool machine_has_nvlink() {
   return nvlink;
 }
 
-// The sizes from which each of braid's paths takes a call (the orchestrator's own rules).
-multipath::PathThresholds path_thresholds(const multipath::OrchestratorOptions& options, bool nvlink) {
-  return {.pcie_share = options.pcie_share_min_bytes(nvlink),
-          .copy_engines_gather = options.nvlink_copy_min_bytes,
-          .copy_engines_reduce = options.nvlink_allreduce_min_bytes};
-}
-
-// What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
-multipath::PathsAdmitted paths_this_rank_admits(const multipath::OrchestratorOptions& options, const CommState& state,
-                                                bool nvlink) {
-  return multipath::admit_paths(multipath::PathFacts{.nranks = state.nranks,
-                                                     .nvlink = nvlink,
-                                                     .nvlink_path = options.nvlink_path,
-                                                     .split_size_chosen = options.split_min_bytes > 0});
-}
-
 // The paths every rank admits, and whether every rank can take this call at all (`mine`): one
 // agreement through NCCL, at the first call worth splitting, with the sizes each path takes calls
 // from. NCCL's error where it failed.
@@ -85,8 +69,9 @@ Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath
   const bool nvlink = machine_has_nvlink();  // the machine's topology, read once here
   // The settings the orchestrator will be made with.
   const multipath::OrchestratorOptions options = multipath::OrchestratorOptions::from_settings();
-  *thresholds = path_thresholds(options, nvlink);
-  const std::array<int32_t, 2> paths = multipath::encode(paths_this_rank_admits(options, state, nvlink));
+  *thresholds = options.thresholds(nvlink);
+  // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
+  const std::array<int32_t, 2> paths = multipath::encode(multipath::admit_paths(options.facts(state.nranks, nvlink)));
   std::array<int32_t, 3> words{mine ? 0 : 1, paths[0], paths[1]};
   BRAID_TRY(ranks_maximum(comm, nccl::real_nccl(), state.cuda_device,
                           "the ranks' agreement on braid's paths (ncclAllReduce max)", &words));

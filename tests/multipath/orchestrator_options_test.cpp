@@ -32,6 +32,22 @@ TEST(OrchestratorOptions, ThePcieShareTakesCallsFromTheMachinesSizeUnlessChosen)
   EXPECT_EQ(OrchestratorOptions::from_settings().pcie_share_min_bytes(false), 4096u);
 }
 
+TEST(OrchestratorOptions, GiveTheDropInsThresholdsAndFacts) {
+  ScopedEnv copy("BRAID_NVLINK_PATH", "copy");
+  ScopedEnv chosen("BRAID_SPLIT_MIN_BYTES", "4096");
+  const OrchestratorOptions o = OrchestratorOptions::from_settings();
+  const PathThresholds t = o.thresholds(true);
+  EXPECT_EQ(t.pcie_share, 4096u);
+  EXPECT_EQ(t.copy_engines_gather, size_t{16} << 20);
+  EXPECT_EQ(t.copy_engines_reduce, size_t{128} << 20);
+  const PathFacts f = o.facts(4, true);
+  EXPECT_EQ(f.nranks, 4);
+  EXPECT_TRUE(f.nvlink);
+  EXPECT_EQ(f.nvlink_path, "copy");
+  EXPECT_TRUE(f.split_size_chosen);
+  EXPECT_TRUE(admit_paths(f).copy_engines_admitted());
+}
+
 TEST(OrchestratorOptions, WithoutTheProgressThreadNoLag) {
   ScopedEnv sync("BRAID_ASYNC", "0");
   ScopedEnv lag("BRAID_SPLIT_SETTLE_LAG", "32");

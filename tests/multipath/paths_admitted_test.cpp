@@ -115,6 +115,10 @@ TEST(PathsAdmitted, BraidMakesItsPartAtTheFirstCallAnAdmittedPathWouldTake) {
   EXPECT_FALSE(takes(pcie_only, thresholds, Collective::AllGather, 64 * MiB));
   EXPECT_TRUE(takes(pcie_only, thresholds, Collective::Broadcast, 128 * MiB));
   EXPECT_FALSE(takes(none, thresholds, Collective::AllReduce, 1024 * MiB));
+  // What braid doctor prints (braid-plan --show-split-policy): the copy engines' size per collective.
+  EXPECT_EQ(copy_engines_from(thresholds, Collective::AllGather), 16 * MiB);
+  EXPECT_EQ(copy_engines_from(thresholds, Collective::AllReduce), 128 * MiB);
+  EXPECT_EQ(copy_engines_from(thresholds, Collective::ReduceScatter), 0u);
 }
 
 }  // namespace

@@ -8,7 +8,10 @@
 //   braid-plan --show-settings                 every BRAID_* setting as JSON: the value set, braid's
 //                                              reading of it, refused or not; unknown BRAID_* names
 //   braid-plan --show-shm                      /dev/shm against braid's need, and braid's files in it
-// The last three are what `braid doctor` reads (python/braid/doctor.py).
+//   braid-plan --show-split-policy [--ranks N] [--nvlink yes|no|auto]
+//                                              from which size each collective takes which of
+//                                              braid's paths, by the drop-in's own rules
+// The last four are what `braid doctor` reads (python/braid/doctor.py).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +30,8 @@
 #include "engine/shm.h"
 #include "engine/stale_segments.h"
 #include "dsl/validator.h"
+#include "multipath/orchestrator_options.h"
+#include "multipath/paths_admitted.h"
 #include "plan/cost.h"
 #include "plan/generate.h"
 #include "topo/topology.h"
@@ -111,6 +116,32 @@ std::string shm_json(const topo::Topology& machine) {
   return out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// From which size each collective the drop-in splits takes braid's PCIe share and braid's copy-engine
+// NVLink path, on a communicator of `ranks` on a machine with or without NVLink, by the library's own
+// rules (multipath/paths_admitted.h, OrchestratorOptions): what `braid doctor` prints.
+std::string split_policy_json(int ranks, bool nvlink) {
+  const multipath::OrchestratorOptions options = multipath::OrchestratorOptions::from_settings();
+  const multipath::PathThresholds thresholds = options.thresholds(nvlink);
+  const multipath::PathsAdmitted paths = multipath::admit_paths(options.facts(ranks, nvlink));
+  const auto path = [](multipath::PathRefusal why) {
+    return nlohmann::json{{"admitted", why == multipath::PathRefusal::None},
+                          {"why", std::string(multipath::refusal_text(why))}};
+  };
+  nlohmann::json rules = nlohmann::json::array();
+  for (const Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                             Collective::Broadcast, Collective::Reduce}) {
+    const size_t copy_from = multipath::copy_engines_from(thresholds, c);
+    rules.push_back({{"collective", std::string(collective_name(c))},
+                     {"pcie_from", paths.pcie_share_admitted() ? nlohmann::json(thresholds.pcie_share) : nlohmann::json()},
+                     {"nvlink_path_from", paths.copy_engines_admitted() && copy_from > 0 ? nlohmann::json(copy_from)
+                                                                                         : nlohmann::json()}});
+  }
+  const nlohmann::json out = {{"ranks", ranks}, {"nvlink", nvlink}, {"disabled", settings().disable},
+                              {"copy_engines", path(paths.copy_engines)}, {"pcie_share", path(paths.pcie_share)},
+                              {"rules", rules}};
+  return out.dump(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,7 +156,8 @@ int main(int argc, char** argv) {
   std::string dtype_text = "float";
   int root = 0;
   bool deterministic = false, in_place = false, cost_only = false, list_topologies = false;
-  bool show_topology = false, show_settings = false, show_shm = false;
+  bool show_topology = false, show_settings = false, show_shm = false, show_split_policy = false;
+  std::string nvlink_text = "auto";
   app.add_option("collective", collective_text, "allreduce, allgather, reducescatter, broadcast, reduce or alltoall");
   app.add_option("--ranks", ranks, "Number of ranks (default: the topology's GPU count)")->check(CLI::Range(1, 65536));
   app.add_option("--topo", topo_name, "Bundled topology name or JSON file (default: discover this machine)");
@@ -147,7 +179,22 @@ int main(int argc, char** argv) {
   app.add_flag("--show-shm", show_shm,
                "Print /dev/shm's size and free space, what braid's set-up needs there (this machine's GPUs "
                "and NUMA nodes) and the braid files in it, stale ones marked, as JSON and exit");
+  app.add_flag("--show-split-policy", show_split_policy,
+               "Print from which size each collective takes which of braid's paths (--ranks, default this "
+               "machine's GPUs; --nvlink) by the drop-in's rules and settings, as JSON and exit");
+  app.add_option("--nvlink", nvlink_text, "With --show-split-policy: yes, no or auto (this machine's topology)")
+      ->check(CLI::IsMember({"yes", "no", "auto"}));
   CLI11_PARSE(app, argc, argv);
+
+  if (show_split_policy) {
+    topo::Topology machine;
+    const bool found = topo::discover_topology(&machine) == Result::Success;
+    bool nvlink = nvlink_text == "yes";
+    if (nvlink_text == "auto" && found)
+      for (const auto& link : machine.links) nvlink |= link.kind == topo::LinkKind::NvLink;
+    std::printf("%s\n", split_policy_json(ranks > 0 ? ranks : (found ? machine.gpu_count() : 0), nvlink).c_str());
+    return 0;
+  }
 
   if (show_shm) {
     topo::Topology machine;
