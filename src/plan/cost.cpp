@@ -241,6 +241,8 @@ Result choose_plan(Collective collective, int ranks, const topo::Topology& topol
   PlanChoice best;
   for (Algorithm algorithm : algorithms) {
     for (ReducePlacement placement : placements) {
+      // The ring reduces on the GPUs whatever the placement: priced once, as the device placement.
+      if (algorithm == Algorithm::Ring && placements.size() > 1 && placement != ReducePlacement::Device) continue;
       for (int chunks : chunk_list) {
         GenerateOptions g;
         g.placement = placement;
