@@ -31,15 +31,21 @@ void clear_last_error() { g_last_error.clear(); }
 
 namespace {
 
+thread_local bool t_caller_reports = false;
+
 Result record_failure(LogLevel level, Result r, const char* fmt, va_list ap) {
   char buf[1024];
   std::vsnprintf(buf, sizeof buf, fmt, ap);
   g_last_error = buf;
+  if (t_caller_reports && level == LogLevel::Warn) level = LogLevel::Info;
   log_message(level, LogSubsys::All, nullptr, 0, "%s: %s", result_string(r), buf);
   return r;
 }
 
 }  // namespace
+
+FailuresReportedByCaller::FailuresReportedByCaller() : outer_(t_caller_reports) { t_caller_reports = true; }
+FailuresReportedByCaller::~FailuresReportedByCaller() { t_caller_reports = outer_; }
 
 Result fail(Result r, const char* fmt, ...) {
   va_list ap;

@@ -30,6 +30,20 @@ void clear_last_error();
 // The same, logged as INFO: a failure the caller may still recover from (it calls fail() if not).
 [[gnu::format(printf, 2, 3)]] Result fail_softly(Result r, const char* fmt, ...);
 
+// While one lives, fail() on this thread logs at INFO, not WARN: for a caller that reports the
+// failure itself, once, from last_error() (the drop-in making braid's part of a communicator,
+// where each layer's failure would otherwise repeat the same cause as a WARN of its own).
+class FailuresReportedByCaller {
+ public:
+  FailuresReportedByCaller();
+  ~FailuresReportedByCaller();
+  FailuresReportedByCaller(const FailuresReportedByCaller&) = delete;
+  FailuresReportedByCaller& operator=(const FailuresReportedByCaller&) = delete;
+
+ private:
+  bool outer_;
+};
+
 }  // namespace braid
 
 // Propagates a non-success Result from the current function.

@@ -164,7 +164,10 @@ Result Orchestrator::make_pcie_engine() {
   // Collective: every rank reaches it at the same call (the ledger's replicas agree), and every
   // rank learns whether every rank made it, so that all split or none does.
   braidComm_t made = nullptr;
-  Result r = api::init_from_nccl(&made, comm_, nccl_, engine::CommunicatorOptions{.host_path = true});
+  Result r = [&] {
+    const FailuresReportedByCaller once;  // the WARN below says why, once
+    return api::init_from_nccl(&made, comm_, nccl_, engine::CommunicatorOptions{.host_path = true});
+  }();
   const std::string why = r == Result::Success ? std::string() : last_error();
   int32_t refused = r == Result::Success ? 0 : 1;
   const Result agreed =

@@ -84,7 +84,10 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path,
   path.attempted = true;
   const nccl::RealNccl& real = nccl::real_nccl();
   std::unique_ptr<multipath::Orchestrator> made;
-  const Result r = multipath::Orchestrator::create(comm, real, &made, &paths);
+  const Result r = [&] {
+    const FailuresReportedByCaller once;  // the WARN below says why, once
+    return multipath::Orchestrator::create(comm, real, &made, &paths);
+  }();
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
                "collectives go to NCCL alone", state.cuda_device, last_error());

@@ -216,6 +216,26 @@ TEST(Log, NcclFormat) {
       << out;
 }
 
+TEST(Log, FailuresACallerReportsItselfAreNoWarnOfTheirOwn) {
+  const std::string out = capture_log("WARN", "ALL", [] {
+    {
+      const FailuresReportedByCaller once;
+      fail(Result::SystemError, "inner cause");
+      {
+        const FailuresReportedByCaller nested;
+      }
+      fail(Result::SystemError, "still inside");  // the nested guard left the outer one in force
+      EXPECT_STREQ(last_error(), "still inside");  // the caller's WARN reads it
+    }
+    fail(Result::SystemError, "outside");
+  });
+  EXPECT_EQ(out.find("inner cause"), std::string::npos) << out;
+  EXPECT_EQ(out.find("still inside"), std::string::npos) << out;
+  EXPECT_NE(out.find("BRAID WARN unhandled system error (run with BRAID_DEBUG=INFO for details): outside"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Log, InvertedSubsystemsAndLevels) {
   const std::string out = capture_log("WARN", "^SHM", [] {
     BRAID_INFO(Init, "info hidden at WARN");
