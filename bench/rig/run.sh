@@ -26,6 +26,9 @@
 #                  median of 30 calls) the same way; RIG_HOSTTIME_TOOLS picks them ("nccl-tests probe"),
 #                  RIG_HOSTTIME_COLLS the collectives ("all_reduce"; also all_gather), and
 #                  RIG_HOSTTIME_PER_GPU=1 puts each rank on a GPU of its own (a machine with N GPUs)
+#   shm N          a small /dev/shm (RIG_SHM_SIZES, "8m 64m"; unshare -m), nccl-tests all_reduce and
+#                  all_gather -c 1, plain and through braid with a PCIe share in every split call; a GPU
+#                  per rank where the machine has N (on the rig NCCL itself needs ~34 MB per rank)
 #   modes N        through braid: -G 1, -u 1, -R 1, -y 1, -z 1, -m 8, -a 3 (all_reduce, all_gather,
 #                  reduce_scatter) and alltoall, sendrecv, gather, scatter, hypercube, 256 B to
 #                  256 MB (RIG_MODES_SIZES)
@@ -257,6 +260,31 @@ suite_modes() {
   for c in alltoall sendrecv gather scatter hypercube; do
     run "$OUT/modes/braid_n${n}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" $sizes -n 2 -w 1 -c 1 -T 40
   done
+}
+
+# A small /dev/shm (issue 43): each launch in a mount namespace of its own (unshare -m, as root)
+# whose /dev/shm is a tmpfs of each size in RIG_SHM_SIZES (default "8m 64m": below and at Docker's
+# default), nccl-tests all_reduce and all_gather -c 1, 1M-64M, plain NCCL and through braid with a
+# PCIe share in every split call (static 0.25, from 1 MiB), so that braid asks /dev/shm for its
+# staging. A GPU per rank where the machine has N; else the rig, where NCCL's own proxy takes ~34 MB
+# of /dev/shm per rank (src/proxy.cc, proxyProgressInit), so small sizes fail plain NCCL there too.
+# Each braid log's WARN says what /dev/shm holds, what braid needs and what to do.
+suite_shm() {
+  local n=$1 size c how
+  local -a saved_wrap=("${rank_wrap[@]}")
+  (($(gpus_here) >= n)) && rank_wrap=()
+  for size in ${RIG_SHM_SIZES:-8m 64m}; do
+    for c in all_reduce all_gather; do
+      for how in plain braid; do
+        launch "$how" "$n" BRAID_BALANCER static BRAID_STATIC_SHARE 0.25 BRAID_SPLIT_MIN_BYTES 1M
+        # shellcheck disable=SC2016  # $0 and $@ are the inner shell's
+        run "$OUT/shm/${how}_n${n}_${size}_${c}.log" 100 unshare -m bash -c \
+          'mount -t tmpfs -o size="$0" tmpfs /dev/shm && exec "$@"' "$size" \
+          "${L[@]}" "$nt/${c}_perf" -b 1M -e 64M -f 4 -n 2 -w 1 -c 1 -T 60
+      done
+    done
+  done
+  rank_wrap=("${saved_wrap[@]}")
 }
 
 # Does the rig work at all, and is braid loaded? all_reduce on 2 ranks, plain and through braid
@@ -641,6 +669,7 @@ while ((i < ${#args[@]})); do
     graph) suite_graph "$n" ;;
     nvlink) suite_nvlink "$n" ;;
     mixed) suite_mixed "$n" ;;
+    shm) suite_shm "$n" ;;
     *) say "unknown suite $s" ;;
   esac
 done
@@ -649,7 +678,7 @@ echo
 python3 "$root/bench/rig/summarize.py" "$OUT" | tee -a "$rig_summary"
 rc=${PIPESTATUS[0]}
 if [[ ${RIG_PACK:-1} == 1 ]]; then
-  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus speed route copy graph nvlink 2>/dev/null)
+  dirs=$(cd "$OUT" && ls -d preflight correctness dying faults fuzz hosttime modes net compete gpus speed route copy graph nvlink shm 2>/dev/null)
   if [[ -n $dirs ]]; then
     # shellcheck disable=SC2086  # folder names, no spaces
     tar -C "$OUT" -czf "$OUT/rig-logs.tar.gz" environment.txt $dirs && (cd "$OUT" && rm -rf $dirs environment.txt)
