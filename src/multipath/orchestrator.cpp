@@ -50,13 +50,13 @@ Result Orchestrator::cuda(cudaError_t e, const char* what) {
 }
 
 Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                            const PathsAdmitted* admitted) {
+                            const PathsAdmitted* admitted, const OrchestratorOptions* agreed_by) {
   out->reset();
   if (!nccl.can_split()) return fail(Result::InternalError, "multipath: NCCL entry points missing");
   std::unique_ptr<Orchestrator> o(new Orchestrator());
   o->comm_ = comm;
   o->nccl_ = nccl;
-  o->options_ = OrchestratorOptions::from_settings();
+  o->options_ = agreed_by != nullptr ? *agreed_by : OrchestratorOptions::from_settings();
   // braid's engine here serves the copy engines' meetings and signals only: no staging, worker
   // threads or device scratch. The PCIe share's engine is made at the first call that has one.
   BRAID_TRY(api::init_from_nccl(&o->braid_, comm, nccl, engine::CommunicatorOptions{.host_path = false}));

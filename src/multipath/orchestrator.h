@@ -62,9 +62,10 @@ class Orchestrator : private LaneSteps {
  public:
   // Collective over the NCCL communicator's ranks (all call it at the same point). `admitted`: the
   // paths every rank agreed braid may use on `comm` (paths_admitted.h), so that braid makes only
-  // what they need; null: decided here, every path that the ranks' processes allow.
+  // what they need; null: decided here, every path that the ranks' processes allow. `agreed_by`:
+  // the settings the paths were agreed by (null: read now).
   static Result create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::unique_ptr<Orchestrator>* out,
-                       const PathsAdmitted* admitted = nullptr);
+                       const PathsAdmitted* admitted = nullptr, const OrchestratorOptions* agreed_by = nullptr);
   ~Orchestrator() override;
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;

@@ -61,14 +61,12 @@ bool machine_has_nvlink() {
   return nvlink;
 }
 
-// The paths every rank admits, and whether every rank can take this call at all (`mine`): one
-// agreement through NCCL, at the first call worth splitting, with the sizes each path takes calls
-// from. NCCL's error where it failed.
-Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, multipath::PathsAdmitted* agreed,
-                   multipath::PathThresholds* thresholds, bool* everyone) {
+// The paths every rank admits by `options`, and whether every rank can take this call at all
+// (`mine`): one agreement through NCCL, at the first call worth splitting, with the sizes each
+// path takes calls from. NCCL's error where it failed.
+Result agree_paths(ncclComm_t comm, const CommState& state, bool mine, const multipath::OrchestratorOptions& options,
+                   multipath::PathsAdmitted* agreed, multipath::PathThresholds* thresholds, bool* everyone) {
   const bool nvlink = machine_has_nvlink();  // the machine's topology, read once here
-  // The settings the orchestrator will be made with.
-  const multipath::OrchestratorOptions options = multipath::OrchestratorOptions::from_settings();
   *thresholds = options.thresholds(nvlink);
   // What this rank's process allows braid to use on the communicator (multipath/paths_admitted.h).
   const std::array<int32_t, 2> paths = multipath::encode(multipath::admit_paths(options.facts(state.nranks, nvlink)));
@@ -86,7 +84,7 @@ void make_orchestrator(ncclComm_t comm, const CommState& state, BraidPart& path,
   std::unique_ptr<multipath::Orchestrator> made;
   const Result r = [&] {
     const FailuresReportedByCaller once;  // the WARN below says why, once
-    return multipath::Orchestrator::create(comm, real, &made, &paths);
+    return multipath::Orchestrator::create(comm, real, &made, &paths, &path.agreed_by);
   }();
   if (r != Result::Success)
     BRAID_WARN(Shim, "multipath: braid's PCIe path could not start on GPU %d (%s); this communicator's "
@@ -323,7 +321,9 @@ Making make_part(ncclComm_t comm, const nccl::Call& call, const CommState& state
   bool everyone = false;
   if (!path.admitted) {
     multipath::PathsAdmitted paths;
-    if (const Result agreed = agree_paths(comm, state, allowed, &paths, &path.thresholds, &everyone); agreed != Result::Success) {
+    path.agreed_by = multipath::OrchestratorOptions::from_settings();
+    if (const Result agreed = agree_paths(comm, state, allowed, path.agreed_by, &paths, &path.thresholds, &everyone);
+        agreed != Result::Success) {
       // NCCL itself cannot run a collective on this communicator (a full /dev/shm, a dead
       // peer): the application's call answers with NCCL's error, as NCCL's own would have, and
       // braid leaves the communicator to NCCL.

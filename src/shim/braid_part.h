@@ -42,10 +42,11 @@ struct BraidPart {
   bool attempted = false;  // braid's part was made, or will never be: `orchestrator` says which
   std::unique_ptr<multipath::Orchestrator> orchestrator;  // null: NCCL alone
   // The paths every rank admits (multipath/paths_admitted.h), agreed at the first call of 1 MiB or
-  // more, and the sizes from which each takes a call (read then, once): braid makes its part at the
-  // first call one of them takes.
+  // more, and the sizes from which each takes a call: braid makes its part at the first call one
+  // of them takes. The settings are read once then (`agreed_by`), and the orchestrator is made by them.
   std::optional<multipath::PathsAdmitted> admitted;
   multipath::PathThresholds thresholds;
+  multipath::OrchestratorOptions agreed_by;
   std::atomic<multipath::Orchestrator*> live{nullptr};    // for ncclCommAbort from another thread
   // Every PreMulSum operator NCCL made on the communicator and has not destroyed: the argument
   // checks need them all (braid's paths leave PreMulSum calls to NCCL).
