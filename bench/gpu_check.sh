@@ -16,7 +16,8 @@
 #          defaults, with NCCL on every NVLink share and with the copy-based NCCL share, groups, the
 #          peer reduction kernel, the argument fuzz); with PyTorch, its collectives exact through
 #          the drop-in (bench/checks/torch_collectives.py, blocking and non-blocking communicators;
-#          one GPU: on the rig's wrapper) and its split trace plotted (split.png); with 2+ GPUs and PyTorch, all_gather and
+#          one GPU: on the rig's wrapper) and its split trace plotted (split.png), a mixed sequence of
+#          300 collectives over three process groups (bench/mixed_collectives.py); with 2+ GPUs and PyTorch, all_gather and
 #          all_reduce through torchrun with the drop-in (CUDA IPC), cached and uncached allocator
 #   main   with 2+ GPUs: `braid bench` (braid against NCCL alone, JSON and a PNG; --quick when the
 #          budget is short); `braid bench --check` against GPU_CHECK_BASELINE when it is set.
@@ -134,6 +135,11 @@ part_tests() {
     check split_trace_plot 60 "${braid[@]}" trace "$dir/split.jsonl" -o "$dir/split.png"
     check torch_collectives_nonblocking 150 env TORCH_NCCL_USE_COMM_NONBLOCKING=1 "${braid[@]}" run -- "${launch[@]}" \
       bench/checks/torch_collectives.py
+    # A seeded mixed sequence over three process groups, every result checked, plain then preloaded
+    # (one GPU: the rig's shape); its loop times are printed, not judged here.
+    check mixed_collectives 150 python3 bench/mixed_collectives.py --ranks 2 --calls 300 --max-mb 8 --pairs 1 \
+      --timeout 60 --braid "$bundle/lib/libbraid.so"
+    grep -E "loop_s|wrong elements" "$logs/mixed_collectives.log" | sed 's/^/    /' >> "$summary"
   fi
   if [ "$gpus" -ge 2 ] && [ $have_torch = 1 ]; then
     check torchrun_peer_path 150 "${braid[@]}" run -- python3 -m torch.distributed.run --standalone --nproc_per_node=2 \
