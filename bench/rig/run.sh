@@ -8,7 +8,7 @@
 # the real NCCL it forwards to; RIG_PREFLIGHT=0 skips it):
 #   correctness N  nccl-tests through braid, 5 collectives, every type and operator at 1K, 64K and 4M,
 #                  every type at 256M (operators: RIG_LARGE_OPS, default sum; "all" for all six);
-#                  every split call given a PCIe share of RIG_CHECK_SHARE (0.25; "auto": braid's
+#                  every call from 1 MiB given a PCIe share of RIG_CHECK_SHARE (0.25; "auto": braid's
 #                  own balancer, which gives none in a row's few calls), as in the modes suite;
 #                  plus, once per run, plain NCCL at N=2 up to 4M as the baseline
 #   dying N        bench/rig/dying_rank.cpp, 256 MB: the last rank leaves after 20 all-reduces; time
@@ -218,10 +218,12 @@ gpus_here() { nvidia-smi -L 2>/dev/null | grep -c '^GPU'; }
 # RIG_COLLS narrows the matrix to some collectives (a check of one path setting, say).
 # Checked calls must cross braid's own path: HyLink's balancer gives no PCIe element before its
 # 256-call settle lag, which a row's 6 calls never reach, so the matrix would check NCCL alone.
-# The correctness and modes suites give every split call a share of RIG_CHECK_SHARE (0.25) through
-# the static balancer; RIG_CHECK_SHARE=auto leaves braid's own balancer (what users run).
+# The correctness and modes suites (and the gpus suite's -d all -o all) give every call from 1 MiB
+# a share of RIG_CHECK_SHARE (0.25) through the static balancer, also where braid would leave the
+# PCIe share off (four ranks on NVLink); RIG_CHECK_SHARE=auto leaves braid's own rules (what users run).
 checked_share=()
-[[ ${RIG_CHECK_SHARE:-0.25} == auto ]] || checked_share=(BRAID_BALANCER static BRAID_STATIC_SHARE "${RIG_CHECK_SHARE:-0.25}")
+[[ ${RIG_CHECK_SHARE:-0.25} == auto ]] ||
+  checked_share=(BRAID_BALANCER static BRAID_STATIC_SHARE "${RIG_CHECK_SHARE:-0.25}" BRAID_SPLIT_MIN_BYTES 1M)
 read -r -a colls <<< "${RIG_COLLS:-all_reduce reduce_scatter reduce all_gather broadcast}"
 common=(-d all -c 1 -n 1 -w 0 -T 40)
 baseline_done=0
@@ -508,8 +510,11 @@ suite_gpus() {
   gpus_run plain-nocumem mpi alltoall "$n" NCCL_CUMEM_ENABLE 0 -- "${sizes[@]}"
   gpus_run braid t$n-p1 all_reduce 1 -- "${sizes[@]}" -t "$n" -g 1 -p 1
   gpus_run braid mpi-graph all_reduce "$n" -- "${sizes[@]}" -G 1
-  for c in all_reduce reduce_scatter; do
-    gpus_run braid mpi-dall $c "$n" -- -d all -o all -b 4M -e 256M -f 64 -n 1 -w 0 -c 1 -T 40
+  # Every type and operator with braid's PCIe share in every split call (RIG_CHECK_SHARE): the
+  # balancer alone would give it nothing in these few calls.
+  for c in all_reduce all_gather reduce_scatter; do
+    gpus_run braid mpi-dall $c "$n" ${checked_share[@]+"${checked_share[@]}"} -- -d all -o all -b 4M -e 256M -f 64 \
+      -n 1 -w 0 -c 1 -T 40
   done
   for c in broadcast reduce sendrecv; do
     gpus_run plain mpi $c "$n" -- "${sizes[@]}"
