@@ -26,6 +26,11 @@ namespace braid::engine {
 namespace {
 
 constexpr size_t kCounterCapacity = size_t{1} << 20;  // progress counters (8 MiB, allocated at set-up)
+
+// The progress counters a communicator's control segment holds: the host path's programs need
+// them; a communicator for meetings and signals only (no staging: `numa_nodes` 0) holds none, so
+// that braid's part of a communicator that never splits through PCIe pins kilobytes, not 8 MiB.
+size_t counters_for(int numa_nodes) { return numa_nodes > 0 ? kCounterCapacity : 0; }
 constexpr int kScratchSlices = 4;
 
 std::string call_text(const CallRecord& c) {
@@ -67,7 +72,7 @@ std::string mib(uint64_t bytes) {
 // had allocated already (it is released as the set-up fails), counted as free.
 Result shm_shortage(int nranks, size_t staging, int numa_count, uint64_t held) {
   const std::string cause = last_error();
-  const uint64_t control = control_bytes(nranks, kCounterCapacity);
+  const uint64_t control = control_bytes(nranks, counters_for(numa_count));
   const uint64_t need = shm_bytes_needed(nranks, numa_count, staging);
   ShmSpace space;
   if (!shm_space(&space))
@@ -88,7 +93,8 @@ Result shm_shortage(int nranks, size_t staging, int numa_count, uint64_t held) {
 }  // namespace
 
 size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes) {
-  return control_bytes(nranks, kCounterCapacity) + staging_bytes / 64 * 64 * static_cast<size_t>(std::max(0, numa_nodes));
+  return control_bytes(nranks, counters_for(numa_nodes)) +
+         staging_bytes / 64 * 64 * static_cast<size_t>(std::max(0, numa_nodes));
 }
 
 CommId CommId::random() {
@@ -137,7 +143,8 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
   // Staging segments, one per NUMA node: none without the host path.
   const int numa_count = options.host_path ? std::max<int>(1, static_cast<int>(topology.numa_nodes().size())) : 0;
   const double timeout = cfg.timeout;
-  const size_t control_size = control_bytes(nranks, kCounterCapacity);
+  const size_t counters = counters_for(numa_count);
+  const size_t control_size = control_bytes(nranks, counters);
   const size_t control_head = control_bytes(nranks, 0);  // where a failure is posted: allocated first
   const auto names = [&] {
     std::vector<std::string> n{c->name_prefix_ + "-ctl"};
@@ -155,7 +162,7 @@ Result Communicator::create(const CommId& id, int rank, int nranks,
       return SharedSegment::out_of_space() ? shm_shortage(nranks, c->staging_bytes_, numa_count, 0) : r;
     ControlHeader* h = control_header(c->control_.data());
     h->nranks.store(static_cast<uint64_t>(nranks));
-    h->counter_capacity.store(kCounterCapacity);
+    h->counter_capacity.store(counters);
     h->creator_pid.store(static_cast<uint64_t>(getpid()));
     h->creator_pid_ns.store(pid_namespace());
     h->magic.store(kControlMagic, std::memory_order_release);

@@ -46,7 +46,8 @@ struct BlockRange {
 };
 
 // Bytes of /dev/shm a communicator's set-up allocates (at rank 0): its control segment and a
-// staging segment of `staging_bytes` per NUMA node.
+// staging segment of `staging_bytes` per NUMA node (0 NUMA nodes: meetings and signals only, a
+// control segment without progress counters).
 size_t shm_bytes_needed(int nranks, int numa_nodes, size_t staging_bytes);
 
 // What a communicator is made for. Without the host path it holds only the control segment:
