@@ -282,13 +282,13 @@ def shm_lines(shm: dict) -> List[str]:
     lines = [f"{shm['dir']}: size {_mib(shm['size'])}, {_mib(shm['free'])} free",
              f"  braid needs {_mib(need)} per communicator of {shm['ranks']} GPUs (two control segments, and "
              f"{how} x {shm['numa_nodes']} NUMA node(s)), allocated for real when braid's PCIe share first "
-             f"carries data; until then a control segment alone"]
+             f"carries data; until then the meetings' control segment alone (kilobytes)"]
     if shm["free"] >= need:
         lines.append("  enough")
     else:
         at_least = -(-(shm["size"] - shm["free"] + need) // (1 << 20))
-        lines.append(f"  NOT ENOUGH: braid's part of a communicator will not start, and its calls go to NCCL alone "
-                     f"(one WARN says so). Give /dev/shm at least {at_least} MiB (docker run --shm-size={at_least}m) "
+        lines.append(f"  NOT ENOUGH: braid's PCIe share will not start, and its part of each call goes to NCCL "
+                     f"(one WARN per rank says so). Give /dev/shm at least {at_least} MiB (docker run --shm-size={at_least}m) "
                      f"or set BRAID_STAGING_BYTES lower (collectives then run in pieces)")
     files = shm.get("files", [])
     stale = [f for f in files if f["stale"]]
