@@ -49,7 +49,7 @@ MODELS = ("ddp-comm", "fsdp", "ddp-compute")
 # "rig": the one-GPU rig, where 2-4 processes share GPU 0 and NCCL goes over loopback sockets at
 # 1-4 GB/s, so the models are small enough for the whole bench/train/run.sh matrix to take minutes.
 # Any of these can be overridden by its own flag. The learning rates keep the losses finite and
-# bounded over the steps run (the wide MLP diverges at train_ddp.py's 0.02): a diverging run
+# bounded over the steps run (the wide MLP diverges at 0.02): a diverging run
 # amplifies the harmless reassociation differences of 3+ ranks.
 PRESETS = {
     "full": {
