@@ -35,14 +35,9 @@ def cudart():
 
 
 def child(args):
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
     import torch
-    device = launcher.rank_device(rank, world)
-    torch.cuda.set_device(device)
     import torch.distributed as dist
-    dev = torch.device("cuda", device)
-    dist.init_process_group("nccl", device_id=dev)
+    rank, world, dev = launcher.init_rank()
     rt = cudart()
     n = args.mb * (1 << 20) // 4
     x = torch.empty(n, dtype=torch.float32, device=dev)

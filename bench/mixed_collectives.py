@@ -44,12 +44,7 @@ def sequence(seed, calls, ranks, min_mb, max_mb):
 def child(args):
     import torch
     import torch.distributed as dist
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    device = launcher.rank_device(rank, world)
-    torch.cuda.set_device(device)
-    dev = torch.device("cuda", device)
-    dist.init_process_group("nccl", device_id=dev)
+    rank, world, dev = launcher.init_rank()
     groups = {"world": (dist.group.WORLD, list(range(world))), "world2": (dist.new_group(list(range(world))), list(range(world)))}
     pair_groups = [dist.new_group([p, p + 1]) for p in range(0, world - 1, 2)]
     if rank // 2 < len(pair_groups):

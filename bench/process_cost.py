@@ -28,11 +28,7 @@ def child(args):
     import resource
     import torch
     import torch.distributed as dist
-    rank = int(os.environ["RANK"])
-    device = launcher.rank_device(rank, int(os.environ["WORLD_SIZE"]))
-    torch.cuda.set_device(device)
-    dev = torch.device("cuda", device)
-    dist.init_process_group("nccl", device_id=dev)
+    rank, _, dev = launcher.init_rank()
     x = torch.ones(args.mb << 18, device=dev)  # mb MB of float32
     dist.all_reduce(x)
     torch.cuda.synchronize()

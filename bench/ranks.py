@@ -72,6 +72,19 @@ def rank_device(rank, world):
     return rank % count
 
 
+def init_rank():
+    """A child's start, as under torchrun: its GPU (rank_device), then the NCCL process group on it.
+    Returns (rank, world size, torch device)."""
+    import torch
+    import torch.distributed as dist
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = rank_device(rank, world)
+    torch.cuda.set_device(device)
+    dev = torch.device("cuda", device)
+    dist.init_process_group("nccl", device_id=dev)
+    return rank, world, dev
+
+
 def thread_cpu_seconds():
     """This process's CPU seconds (user + system) per thread name, from /proc: who spent the
     machine's cores (NCCL's, braid's and PyTorch's threads are named)."""
