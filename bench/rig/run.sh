@@ -54,9 +54,10 @@
 #                  -d all -o all; -c 1, 1K to RIG_GPUS_MAX (1G); plain NCCL beside braid;
 #                  bench/rig/busbw_table.py prints busbw and braid/plain per mode and size
 #   speed N        real GPUs, a process per GPU (N or more GPUs): nccl-tests all_gather, all_reduce
-#                  and reduce_scatter -c 1 from RIG_SPEED_MIN (16M) to RIG_GPUS_MAX (1G), plain
-#                  NCCL and braid alternating RIG_SPEED_PAIRS (2) times, each pair a mode of its own
-#                  (mpiN-pK) in bench/rig/busbw_table.py's table, so that every ratio is in one call
+#                  and reduce_scatter (RIG_SPEED_COLLS) -c 1 from RIG_SPEED_MIN (16M) to RIG_GPUS_MAX
+#                  (1G), plain NCCL and braid alternating RIG_SPEED_PAIRS (2) times, each pair a mode
+#                  of its own (mpiN-pK) in bench/rig/busbw_table.py's table, so that every ratio is in
+#                  one call; RIG_SPEED_BEST=1 adds NCCL's -R 1 and -R 2 -x 2 and braid's ratio to the best
 #   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
 #                  alltoall, sendrecv, scatter, gather, hypercube (and alltoallv where the rig has
 #                  it), RIG_ROUTE_SIZES (-b 1K -e 256M -f 4), plain NCCL and through braid with
@@ -455,11 +456,18 @@ suite_speed() {
   have=$(gpus_here)
   if ((have < n)); then say "SKIPPED speed $n: $have GPUs here"; return 0; fi
   local -a saved_wrap=("${rank_wrap[@]}"); rank_wrap=()
+  # RIG_SPEED_BEST=1 adds NCCL's own best modes to every pair, in the same call: buffer
+  # registration (plain-r1: -R 1) and copy-engine collectives on symmetric memory (plain-ce:
+  # -R 2 -x 2); busbw_table.py then gives braid's ratio to the best of them per size (issue 42).
+  local -a variants=(plain braid)
+  [[ ${RIG_SPEED_BEST:-0} == 1 ]] && variants+=(plain-r1 plain-ce)
   for ((p = 0; p < ${RIG_SPEED_PAIRS:-2}; p++)); do
-    for c in all_gather all_reduce reduce_scatter; do
-      for how in plain braid; do
-        launch "$how" "$n"
-        run "$OUT/speed/${how}_mpi$n-p${p}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}"
+    for c in ${RIG_SPEED_COLLS:-all_gather all_reduce reduce_scatter}; do
+      for how in "${variants[@]}"; do
+        local -a mode=()
+        case $how in plain-r1) mode=(-R 1) ;; plain-ce) mode=(-R 2 -x 2) ;; esac
+        launch "${how%%-*}" "$n"
+        run "$OUT/speed/${how}_mpi$n-p${p}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}" ${mode[@]+"${mode[@]}"}
       done
     done
   done

@@ -36,6 +36,29 @@ class BusbwTableTest(unittest.TestCase):
             row = [l for l in text.splitlines() if l.strip().startswith("1048576")][1].split()
             self.assertEqual(row[1:], ["1.50", "3.00", "2.00"])  # plain, braid, braid/plain
 
+    def test_ratios_against_nccls_best_mode_where_the_call_ran_others(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "plain_mpi4-p0_all_gather.log")                 # 1.50
+            write(d, "plain-r1_mpi4-p0_all_gather.log", scale=1.2)   # 1.80
+            write(d, "plain-ce_mpi4-p0_all_gather.log", scale=1.6)   # 2.40, the best
+            write(d, "braid_mpi4-p0_all_gather.log", scale=2.0)      # 3.00
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("braid/plain", text)
+            self.assertIn("braid/best", text)
+            row = [l for l in text.splitlines() if l.strip().startswith("1048576")][0].split()
+            # plain, braid, plain-ce, plain-r1, braid/plain, braid/best
+            self.assertEqual(row[1:], ["1.50", "3.00", "2.40", "1.80", "2.00", "1.25"])
+
+    def test_a_failed_nccl_mode_is_only_said(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "plain_mpi_all_gather.log")
+            write(d, "plain-ce_mpi_all_gather.log", rc=1, rows=False)
+            write(d, "braid_mpi_all_gather.log")
+            rc, text = run(d)
+            self.assertEqual(rc, 0, text)
+            self.assertIn("failed (plain NCCL): plain-ce_mpi_all_gather.log", text)
+
     def test_a_mode_name_with_a_dash_and_a_collective_with_underscores(self):
         with tempfile.TemporaryDirectory() as d:
             write(d, "braid_t2-p1_reduce_scatter.log")
