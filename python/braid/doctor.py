@@ -24,8 +24,7 @@ from braid import tools
 from braid.nccl import find_real_nccl, library_dir_env
 from braid.sizes import format_size
 
-SPLIT_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"]
-# The library's names for them (braid-plan's JSON), as nccl-tests names its binaries.
+# The collectives braid splits, by the library's names (braid-plan's JSON), as nccl-tests names them.
 COLLECTIVE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                     "broadcast": "broadcast", "reduce": "reduce"}
 # Why a call of a splittable collective and size still goes to NCCL alone (multipath::admit's
@@ -93,11 +92,11 @@ def split_policy(nvlink: bool, ranks: int, environ=None) -> List[SplitRule]:
     of the settings in `environ` (default: this process's), through braid-plan --show-split-policy."""
     policy = _run_json([tools.tool("braid-plan"), "--show-split-policy", "--ranks", str(max(1, ranks)),
                         "--nvlink", "yes" if nvlink else "no"], env=environ)
+    names = [COLLECTIVE_NAMES[r["collective"]] for r in policy["rules"]]
     if policy["disabled"]:
-        return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in SPLIT_COLLECTIVES]
+        return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in names]
     why_not = "" if policy["pcie_share"]["admitted"] else policy["pcie_share"]["why"]
-    return [SplitRule(COLLECTIVE_NAMES[r["collective"]], r["pcie_from"], r["nvlink_path_from"], why_not)
-            for r in policy["rules"]]
+    return [SplitRule(c, r["pcie_from"], r["nvlink_path_from"], why_not) for c, r in zip(names, policy["rules"])]
 
 
 def describe_rule(rule: SplitRule) -> str:

@@ -83,22 +83,18 @@ Result Orchestrator::create(ncclComm_t comm, const nccl::NcclCalls& nccl, std::u
   BRAID_TRY(r);
 
   const OrchestratorOptions& options = o->options_;
-  const std::string& nvlink_path = options.nvlink_path;
-  bool nvlink = false;
-  for (const auto& link : o->braid_->engine->topology().links) nvlink |= link.kind == topo::LinkKind::NvLink;
-  // auto: only where it was measured to pay, two GPUs sharing NVLink. Peer copies between GPUs on
-  // PCIe alone are unmeasured, and on 4x H200 braid's path lost to NCCL's kernels (AllGather
-  // 0.68-0.72x from 16 MB, AllReduce 0.73x at 256 MB, training steps up to 27% slower:
-  // docs/PERFORMANCE.md).
+  const bool nvlink = o->braid_->engine->topology().has_nvlink();
+  // Where the ranks did not agree on paths (braid-bench), this rank's own rule (paths_admitted.h:
+  // by default two GPUs sharing NVLink, where it was measured to pay).
   const bool copy_engines = admitted != nullptr ? admitted->copy_engines_admitted()
-                                                : nvlink_path == "copy" || (nvlink_path == "auto" && nvlink && o->nranks_ == 2);
+                                                : admit_paths(options.facts(o->nranks_, nvlink)).copy_engines_admitted();
   if (copy_engines) {
     // Collective: every rank learns the same answer. The caller's device is restored after.
     std::unique_ptr<peer::PeerPath> peer;
     const Result made = peer::PeerPath::create(o->braid_, &peer);
     cudaSetDevice(previous);
     if (made == Result::Success) o->copy_engines_ = std::make_unique<PeerSharePath>(std::move(peer));
-    if (made != Result::Success && nvlink_path == "copy")
+    if (made != Result::Success && options.nvlink_path == "copy")
       BRAID_WARN(Init, "multipath: BRAID_NVLINK_PATH=copy, but %s; NCCL carries the NVLink share", last_error());
     else if (made != Result::Success)
       BRAID_INFO(Init, "multipath: no copy-engine NVLink path (%s); NCCL carries the NVLink share", last_error());

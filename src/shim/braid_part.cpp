@@ -55,10 +55,7 @@ bool all_ranks_ready(ncclComm_t comm, const nccl::RealNccl& real, int device, bo
 // Whether this machine's GPUs are joined by NVLink (braid's topology, discovered once a process).
 bool machine_has_nvlink() {
   topo::Topology machine;
-  bool nvlink = false;
-  if (api::machine_topology(&machine) == Result::Success)
-    for (const auto& link : machine.links) nvlink |= link.kind == topo::LinkKind::NvLink;
-  return nvlink;
+  return api::machine_topology(&machine) == Result::Success && machine.has_nvlink();
 }
 
 // The paths every rank admits by `options`, and whether every rank can take this call at all

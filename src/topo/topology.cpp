@@ -1,6 +1,7 @@
 // Topology queries, the graph check and the rank -> GPU / NUMA placement.
 #include "topo/topology.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -23,6 +24,10 @@ std::vector<int> Topology::numa_nodes() const {
 }
 
 int Topology::gpu_count() const { return static_cast<int>(gpus().size()); }
+
+bool Topology::has_nvlink() const {
+  return std::any_of(links.begin(), links.end(), [](const Link& l) { return l.kind == LinkKind::NvLink; });
+}
 
 int Topology::numa_of(int node) const {
   if (node < 0 || node >= static_cast<int>(nodes.size())) return -1;

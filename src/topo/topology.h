@@ -50,6 +50,8 @@ struct Topology {
   std::vector<int> gpus() const;        // node ids of kind Gpu, in order
   std::vector<int> numa_nodes() const;  // node ids of kind Numa, in order
   int gpu_count() const;
+  // Whether any link is NVLink (the machine's GPUs share it): braid's path rules ask.
+  bool has_nvlink() const;
   // The Numa node id serving GPU node `gpu` (its root complex).
   int numa_of(int node) const;
   // Position of a Numa node id among numa_nodes() (the "numa" index programs use).

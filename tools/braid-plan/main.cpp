@@ -189,9 +189,7 @@ int main(int argc, char** argv) {
   if (show_split_policy) {
     topo::Topology machine;
     const bool found = topo::discover_topology(&machine) == Result::Success;
-    bool nvlink = nvlink_text == "yes";
-    if (nvlink_text == "auto" && found)
-      for (const auto& link : machine.links) nvlink |= link.kind == topo::LinkKind::NvLink;
+    const bool nvlink = nvlink_text == "auto" ? found && machine.has_nvlink() : nvlink_text == "yes";
     std::printf("%s\n", split_policy_json(ranks > 0 ? ranks : (found ? machine.gpu_count() : 0), nvlink).c_str());
     return 0;
   }
