@@ -207,7 +207,7 @@ Result CudaBackend::wait_on_stream(cudaStream_t s, device::Signal until) {
 }
 
 Result CudaBackend::raise_and_wait_on_stream(cudaStream_t s, device::Signal raise,
-                                             std::span<const device::Signal> waits) {
+                                             std::span<const device::Signal> waits, bool any_bit) {
   BRAID_TRY(device::refuse_on_host_only_thread());
   if (aborted_.load()) return fail(Result::RemoteError, "the communicator was aborted");
   std::vector<CUstreamBatchMemOpParams> ops;
@@ -225,7 +225,7 @@ Result CudaBackend::raise_and_wait_on_stream(cudaStream_t s, device::Signal rais
     op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
     BRAID_TRY(counter_address(until.counter, &op.waitValue.address));
     op.waitValue.value64 = until.value;
-    op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    op.waitValue.flags = any_bit ? CU_STREAM_WAIT_VALUE_AND : CU_STREAM_WAIT_VALUE_GEQ;
     ops.push_back(op);
   }
   if (ops.empty()) return Result::Success;

@@ -50,8 +50,10 @@ class CudaBackend final : public device::Backend {
   Result raise_on_stream(cudaStream_t stream, device::Signal signal);
   // raise_on_stream(`raise`) then wait_on_stream(each of `waits`), as one queued batch of stream
   // memory operations (cuStreamBatchMemOp): one driver call where a meeting point would make one
-  // per counter, on the calling thread of every call braid's copy engines carry.
-  Result raise_and_wait_on_stream(cudaStream_t stream, device::Signal raise, std::span<const device::Signal> waits);
+  // per counter, on the calling thread of every call braid's copy engines carry. `any_bit`: each
+  // wait is for any bit of its value set (wait_for_bits_on_stream) instead of "counter >= value".
+  Result raise_and_wait_on_stream(cudaStream_t stream, device::Signal raise, std::span<const device::Signal> waits,
+                                  bool any_bit = false);
   // `stream` waits until `counter` has any bit of `mask` set (CU_STREAM_WAIT_VALUE_AND): the
   // barriers of calls captured in a CUDA graph (peer/peer_layout.h).
   Result wait_for_bits_on_stream(cudaStream_t stream, std::atomic<uint64_t>* counter, uint64_t mask);

@@ -34,7 +34,9 @@ namespace braid::cuda {
   X(cuMemSetAccess, mem_set_access)
 
 // Questions about the process's driver state; optional.
-#define BRAID_QUERY_DRIVER_CALLS(X) X(cuModuleGetLoadingMode, module_get_loading_mode)
+#define BRAID_QUERY_DRIVER_CALLS(X)                  \
+  X(cuModuleGetLoadingMode, module_get_loading_mode) \
+  X(cuPointerGetAttributes, pointer_get_attributes)
 
 struct DriverCalls {
 #define BRAID_DRIVER_CALL_MEMBER(symbol, member) decltype(&symbol) member = nullptr;

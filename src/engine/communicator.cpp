@@ -889,7 +889,7 @@ Result Communicator::exchange(Meeting meeting, std::span<const uint64_t> mine, s
   WaitContext ctx = wait_context(&dead_rank);
   // A meeting per call (braid's NVLink path, the routed exchange): the waiter leaves within
   // microseconds of the last arrival instead of a sleep's 50 us or more, for up to
-  // device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "Where the meeting runs").
+  // device::kMeetingYieldNs of waiting (docs/MULTIPATH.md, "What a call costs the calling thread").
   ctx.yield_window_ns = device::kMeetingYieldNs;
   const bool path = meeting == Meeting::Path;
   RankRecord* records = rank_records(control_.data());

@@ -38,7 +38,7 @@ int64_t involuntary_switches(pid_t thread) {
 }  // namespace
 
 const char* CallerProfile::phase_name(Phase phase) {
-  static constexpr const char* kNames[kPhases] = {"shim", "scope", "settle", "prepare", "fork", "nccl", "hand-on", "join"};
+  static constexpr const char* kNames[kPhases] = {"shim", "scope", "settle", "prepare", "fork", "publish", "meet", "nccl", "hand-on", "join"};
   return phase >= 0 && phase < kPhases ? kNames[phase] : "?";
 }
 

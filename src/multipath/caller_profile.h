@@ -20,7 +20,10 @@ class CallerProfile {
   // A split call's steps on the calling thread, in order.
   // kShim: braid's checks before the split (shim/braid_part.cpp). A call whose split gave braid's
   // paths nothing goes from kPrepare to kNccl (NCCL's whole call) and kHandOn (settled at once).
-  enum Phase : int { kShim, kScope, kSettle, kPrepare, kFork, kNccl, kHandOn, kJoin, kPhases };
+  // Where braid's copy engines carry the NVLink share, kNccl is split: kPublish (this rank's buffers
+  // exported), kMeet (the meeting with the peers for their buffers, and the mapping of a peer's new
+  // allocation), then kNccl queues the copies.
+  enum Phase : int { kShim, kScope, kSettle, kPrepare, kFork, kPublish, kMeet, kNccl, kHandOn, kJoin, kPhases };
 
   // One call: begin, then mark each phase as it ends (a phase not reached stays out), then end:
   // `handed_on` when braid's paths had a share (the progress thread got the call).

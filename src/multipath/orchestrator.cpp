@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <new>
 #include <string>
 #include <thread>
@@ -300,9 +301,6 @@ Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProf
   const cuda::DeviceScope on_device(device_);
   BRAID_TRY(cuda(on_device.status(), "cudaSetDevice"));
 
-  // A peer's new buffer (or more scratch) the copy engines deferred a call for: mapped here. Only
-  // when a call brought a new allocation: in steady state an application reuses its buffers.
-  if (copy_engines_ != nullptr && copy_engines_->path().needs_preparing()) BRAID_TRY(prepare_copy_engines());
   // Call k's split uses the times of calls up to k - lag, the same on every rank; the calling
   // thread waits only when braid's progress is that far behind.
   mark(CallerProfile::kScope);
@@ -436,7 +434,9 @@ void Orchestrator::release_stuck() {
 
 std::string Orchestrator::device_state() const {
   if (copy_engines_ == nullptr || braid_ == nullptr || !braid_->engine) return {};
-  std::string state = "the copy engines' signals (calls each rank's GPU reached: inputs ready / peers read)";
+  std::string state =
+      "the copy engines' signals (the bit of the last call each rank's GPU reached, 2 for an odd call, 1 for an even "
+      "one, 0 for none: inputs ready / peers read)";
   for (int q = 0; q < nranks_; ++q) {
     char part[96];
     std::snprintf(part, sizeof part, " rank %d %llu/%llu", q,
@@ -521,13 +521,15 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
 
 Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
                                        peer::PeerPath::Outcome* outcome) {
+  // The profile (BRAID_CALLER_PROFILE) times split calls outside graphs only.
+  const auto mark = [&](CallerProfile::Phase phase) {
+    if (profile_ != nullptr && !captured) profile_->mark(phase);
+  };
+  const std::function<void()> met = [&] { mark(CallerProfile::kMeet); };
   peer::PeerPath::Publication mine;
   copy_engines_->publish(share, range, &mine);
-  BRAID_TRY(copy_engines_->run(share, range, mine, stream, outcome, captured));
-  if (*outcome != peer::PeerPath::Outcome::Deferred) return Result::Success;
-  // Map now and meet again. Only when a call brings a new allocation.
-  BRAID_TRY(prepare_copy_engines());
-  return copy_engines_->run(share, range, mine, stream, outcome, captured);
+  mark(CallerProfile::kPublish);
+  return copy_engines_->run(share, range, mine, stream, outcome, captured, met);
 }
 
 Result Orchestrator::run_captured(const nccl::Call& call, cudaStream_t stream, bool* carried) {
@@ -543,8 +545,7 @@ Result Orchestrator::run_captured(const nccl::Call& call, cudaStream_t stream, b
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   BRAID_TRY(cuda(cudaThreadExchangeStreamCaptureMode(&mode), "cudaThreadExchangeStreamCaptureMode"));
   peer::PeerPath::Outcome outcome = peer::PeerPath::Outcome::Unshareable;
-  Result r = copy_engines_->path().needs_preparing() ? prepare_copy_engines() : Result::Success;
-  if (r == Result::Success) r = caller_copy_share(share_of(call), ShareRange{0, call.count}, stream, /*captured=*/true, &outcome);
+  const Result r = caller_copy_share(share_of(call), ShareRange{0, call.count}, stream, /*captured=*/true, &outcome);
   cudaThreadExchangeStreamCaptureMode(&mode);
   BRAID_TRY(r);
   *carried = outcome == peer::PeerPath::Outcome::Carried;
@@ -552,17 +553,6 @@ Result Orchestrator::run_captured(const nccl::Call& call, cudaStream_t stream, b
   if (*carried)
     std::call_once(said, [] { BRAID_INFO(Coll, "multipath: calls captured in CUDA graphs ride braid's NVLink path whole"); });
   return Result::Success;
-}
-
-Result Orchestrator::prepare_copy_engines() {
-  const auto began = std::chrono::steady_clock::now();
-  // Mapping and scratch may wait for the whole device: braid's progress threads never hold it up,
-  // since they queue no GPU work.
-  const Result r = copy_engines_->path().prepare();
-  cudaSetDevice(device_);
-  BRAID_INFO(Balance, "multipath: the calling thread waited %.1f us for braid's progress and mapped peers' buffers",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() * 1e6);
-  return r;
 }
 
 void Orchestrator::trace_declined(const nccl::Call& call, const char* reason) { trace_.declined(call, nranks_, reason); }

@@ -153,13 +153,10 @@ class Orchestrator : private LaneSteps {
   // `record` says so (their meeting here; NCCL where a rank's buffer cannot be shared), else NCCL.
   Result caller_nvlink_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool* nvlink_copy);
   // The copy engines' share queued from the calling thread (`captured`: into the graph being
-  // captured on `stream`): this rank's buffers published, the meeting, and where some rank had
-  // first to map a peer's new buffer (or grow its scratch), the mapping and a second meeting.
+  // captured on `stream`): this rank's buffers published, the meeting, a peer's new allocation
+  // mapped, and the share queued.
   Result caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
                            peer::PeerPath::Outcome* outcome);
-  // The calling thread: maps the peers' buffers and grows the scratch that deferred copy-engine
-  // shares asked for.
-  Result prepare_copy_engines();
 
   // The calling thread: applies settled calls to the table, in call order, through `call`
   // (waiting for each); beyond the lag only when every rank does the same at the same call

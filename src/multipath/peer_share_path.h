@@ -2,6 +2,7 @@
 // It lays its parts out from element 0 of every block, so it carries heads of blocks only.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "multipath/share_path.h"
@@ -31,12 +32,12 @@ class PeerSharePath final : public SharePath {
     path_->publish(c.collective(), c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
   }
   Result run(const ShareCall& share, ShareRange range, const peer::PeerPath::Publication& mine, cudaStream_t stream,
-             peer::PeerPath::Outcome* outcome, bool captured = false) {
+             peer::PeerPath::Outcome* outcome, bool captured = false, const std::function<void()>& on_met = {}) {
     *outcome = peer::PeerPath::Outcome::Unshareable;
     if (range.begin != 0) return Result::Success;
     const nccl::Call& c = share.call;
     return path_->run(c.collective(), c.send, c.recv, c.count, static_cast<DataType>(c.type), share.op, range.count,
-                      mine, stream, outcome, captured);
+                      mine, stream, outcome, captured, on_met);
   }
   peer::PeerPath& path() { return *path_; }
 

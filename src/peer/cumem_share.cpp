@@ -132,6 +132,13 @@ CuMemExport export_cumem(const void* buffer, size_t bytes, CuMemAllocation* out,
   return CuMemExport::Exported;
 }
 
+bool republish_cumem(const CuMemAllocation& a) {
+  FdBroker* broker = nullptr;
+  if (process_fd_broker(&broker) != Result::Success) return false;
+  broker->publish(a.fd_key());
+  return true;
+}
+
 Result import_cumem(const CuMemAllocation& a, int device, unsigned char** base) {
   const cuda::DriverCalls& d = cuda::driver();
   if (!d.cumem_complete())

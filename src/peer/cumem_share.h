@@ -29,6 +29,11 @@ enum class CuMemExport {
 // side, as expandable segments grow), or the driver lacks what it takes.
 CuMemExport export_cumem(const void* buffer, size_t bytes, CuMemAllocation* out, uint64_t* offset);
 
+// Publishes an allocation export_cumem described before to this process's fd broker again (an
+// export served from a cache): the broker forgets the oldest of many keys. False where the broker
+// is not running.
+bool republish_cumem(const CuMemAllocation& a);
+
 // Maps a peer's published allocation into this process, readable and writable by `device`:
 // fetches its fd from the peer's broker (within BRAID_TIMEOUT), imports it, reserves an address
 // range, maps and grants access. The handle and the fd are released at once: the mapping alone

@@ -20,6 +20,16 @@ enum PeerSignal : int {
   kPeerGraphPhase = 5,
 };
 
+// Outside graphs a call's two meeting points (kPeerReady, kPeerReadDone) carry one bit that
+// alternates between calls: bit 1 for odd calls, bit 0 for even ones (a signal never raised reads
+// 0, an aborted one has both). A wait passes on its call's bit, so the operations one call queues
+// serve every other call with the same buffers, and braid replays them from a CUDA graph
+// (peer_path.h). No stale bit passes a wait: a rank meets its peers at call k only after it saw
+// each peer's kPeerReadDone of call k - 1, raised after that peer's kPeerReady of call k - 1 (stream
+// memory operations are ordered), and no peer raises a signal of call k + 1 before this rank has
+// raised its kPeerReadDone of call k.
+inline constexpr uint64_t call_bit(uint64_t call) { return uint64_t{1} << (call & 1); }
+
 // A call captured in a CUDA graph is replayed with the values it was captured with, so its
 // signals cannot count calls as kPeerReady's do. Instead each rank's kPeerGraphPhase flag cycles
 // through three one-hot states, one per barrier, and every captured call passes all three, so a

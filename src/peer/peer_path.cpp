@@ -162,6 +162,8 @@ Result PeerPath::make_resources(const std::vector<int>& peer_device) {
   }
   BRAID_TRY(cuda(cuda::load_peer_reduce_kernels(), "loading braid's NVLink reduction kernels"));
   BRAID_TRY(cuda(cudaStreamCreateWithFlags(&copy_in_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  BRAID_TRY(cuda(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  body_graphs_ = settings().nvlink_body_graphs;
   for (cudaEvent_t* e : {&fork_, &graph_fork_})
     BRAID_TRY(cuda(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   BRAID_TRY(cuda(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming), "cudaEventCreate"));
@@ -196,6 +198,9 @@ PeerPath::~PeerPath() {
     if (pulled_[i] != nullptr) cudaEventDestroy(pulled_[i]);
     if (reduced_[i] != nullptr) cudaEventDestroy(reduced_[i]);
   }
+  // A graph in flight is freed when it completes.
+  for (void* g : bodies_.take_all()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
+  if (capture_ != nullptr) cudaStreamDestroy(capture_);
   if (scratch_ != nullptr) cudaFree(scratch_);
   opened_.reset();
 }
@@ -204,40 +209,13 @@ Result PeerPath::find_mapping(const uint64_t* words, uint64_t offset, unsigned c
   MappingCache::Key key;
   std::copy(words, words + kAllocationWords, key.begin());
   unsigned char* base = nullptr;
-  std::lock_guard lock(pending_mutex_);
+  std::lock_guard lock(mapping_mutex_);
   call_keys_.push_back(key);
-  if (!opened_->find(key, seq_ + 1, &base)) {  // for the call about to be queued
-    if (std::find(pending_mappings_.begin(), pending_mappings_.end(), key) == pending_mappings_.end())
-      pending_mappings_.push_back(key);
-    *out = nullptr;
-    return Result::Success;
-  }
+  // Opened here, on the calling thread, where a peer brings a new allocation: it may wait for
+  // this GPU's queued work, which never waits for this thread (braid's progress threads queue no
+  // GPU work, and every peer queued its earlier calls before it met this one).
+  BRAID_TRY(opened_->get(key, seq_ + 1, &base));  // for the call about to be queued
   *out = base + offset;
-  return Result::Success;
-}
-
-bool PeerPath::needs_preparing() const {
-  std::lock_guard lock(pending_mutex_);
-  return !pending_mappings_.empty() || pending_scratch_bytes_ > scratch_bytes_;
-}
-
-Result PeerPath::prepare() {
-  std::vector<MappingCache::Key> keys;
-  size_t scratch = 0;
-  {
-    std::lock_guard lock(pending_mutex_);
-    keys.swap(pending_mappings_);
-    scratch = pending_scratch_bytes_;
-  }
-  BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  if (scratch > scratch_bytes_) BRAID_TRY(ensure_scratch(scratch));
-  for (const MappingCache::Key& key : keys) {
-    unsigned char* base = nullptr;
-    std::lock_guard lock(pending_mutex_);
-    BRAID_TRY(opened_->get(key, seq_ + 1, &base));
-  }
-  BRAID_INFO(Alloc, "NVLink copy-engine path (GPU %d): %zu peer allocations mapped%s before the next call", device_,
-             keys.size(), scratch > 0 ? ", scratch made" : "");
   return Result::Success;
 }
 
@@ -267,8 +245,7 @@ void PeerPath::publish(Collective c, const void* send, const void* recv, DataTyp
   if (c == Collective::AllReduce) publish_one(recv, kRecvWords);
 }
 
-Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* all_shareable, bool* ready) {
-  *ready = true;
+Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* all_shareable) {
   if (mine.size() != static_cast<size_t>(kBufferWords))
     return fail(Result::InternalError, "NVLink copy-engine path: a publication of %zu words", mine.size());
   // The meeting of its own (Meeting::Path): braid's progress thread meets on the engine's at the
@@ -276,7 +253,10 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
   std::vector<uint64_t> all;
   BRAID_TRY(comm_->engine->exchange(engine::Communicator::Meeting::Path, mine, &all));
   *all_shareable = true;
-  call_keys_.clear();
+  {
+    std::lock_guard lock(mapping_mutex_);
+    call_keys_.clear();
+  }
   for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
   if (!*all_shareable) return Result::Success;
   auto map = [&](int q, const uint64_t* theirs, BufferWords w, unsigned char** out) -> Result {
@@ -284,9 +264,7 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
       *out = reinterpret_cast<unsigned char*>(theirs[w.pointer]);
       return Result::Success;
     }
-    BRAID_TRY(find_mapping(&theirs[w.allocation], theirs[w.offset], out));
-    if (*out == nullptr) *ready = false;
-    return Result::Success;
+    return find_mapping(&theirs[w.allocation], theirs[w.offset], out);
   };
   for (int q = 0; q < nranks_; ++q) {
     const uint64_t* theirs = &all[static_cast<size_t>(q) * kBufferWords];
@@ -300,46 +278,48 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
 }
 
 Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
-                     size_t elements, const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured) {
+                     size_t elements, const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured,
+                     const std::function<void()>& on_met) {
   *outcome = Outcome::Unshareable;
   if (!carries(c, op))
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
-  bool shareable = false, ready = true;
-  BRAID_TRY(share_buffers(mine, c == Collective::AllReduce, &shareable, &ready));
-  if (!shareable) return Result::Success;
+  // Only AllReduce writes the peers' outputs: only it maps their receive buffers. From the meeting
+  // on, peers' streams may wait for this rank's signals: a failure releases them (below).
+  bool shareable = false;
+  Result r = share_buffers(mine, c == Collective::AllReduce, &shareable);
+  if (r == Result::Success && !shareable) return Result::Success;
   // AllReduce's pulled pieces need scratch of this size (the same on every rank).
   const size_t esize = datatype_size(type);
-  if (c == Collective::AllReduce && !captured && pulls(elements, esize) && pull_scratch_bytes(esize) > scratch_bytes_) {
-    std::lock_guard lock(pending_mutex_);
-    pending_scratch_bytes_ = std::max(pending_scratch_bytes_, pull_scratch_bytes(esize));
-    ready = false;
-  }
-  // Whether every rank has what this call needs: a rank missing a mapping defers it for all.
-  if (any_ipc_) {
-    const uint64_t ready_flag[1] = {ready ? 1u : 0u};
-    std::vector<uint64_t> all;
-    BRAID_TRY(comm_->engine->exchange(engine::Communicator::Meeting::Path, ready_flag, &all));
-    for (uint64_t flag : all) ready = ready && flag == 1;
-  }
-  BRAID_TRACE(Alloc, "NVLink copy-engine path: call %llu met its peers (%s)", static_cast<unsigned long long>(seq_ + 1),
-              ready ? "ready" : "deferred");
-  if (!ready) {
-    *outcome = Outcome::Deferred;
-    return Result::Success;
-  }
+  if (r == Result::Success && c == Collective::AllReduce && !captured && pulls(elements, esize))
+    r = ensure_scratch(pull_scratch_bytes(esize));
+  if (on_met) on_met();
   *outcome = Outcome::Carried;
   const CallSync sync = sync_for(captured);
   // Calls follow each other whatever streams they come on (as NCCL's on one communicator do), so
   // last_done_ stands for every call queued so far. A captured call follows what its graph's
   // launch follows (a capture cannot wait for work outside it).
-  Result r = captured ? pin_for_graph(stream)
-                      : cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
   if (r == Result::Success)
-    r = c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, stream, sync)
-                                   : enqueue_all_reduce(send, recv, type, op, elements, stream, sync);
+    r = captured ? pin_for_graph(stream)
+                 : cuda(cudaStreamWaitEvent(stream, last_done_, 0), "cudaStreamWaitEvent (previous call)");
+  const Body queue = [&](cudaStream_t s) {
+    return c == Collective::AllGather ? enqueue_all_gather(send, recv, count, type, elements, s, sync)
+                                      : enqueue_all_reduce(send, recv, type, op, elements, s, sync);
+  };
+  // Outside the caller's graphs the call's operations (its meetings included) come from a graph of
+  // braid's own where the same call came before: everything they read is in the key.
+  if (r == Result::Success && captured) r = queue(stream);
+  if (r == Result::Success && !captured) {
+    BodyGraphCache::Key key{static_cast<uint64_t>(c), reinterpret_cast<uint64_t>(send), reinterpret_cast<uint64_t>(recv),
+                            count, static_cast<uint64_t>(type), static_cast<uint64_t>(op), elements, call_bit(sync.seq),
+                            reinterpret_cast<uint64_t>(scratch_), pull_piece(esize)};
+    for (int q = 0; q < nranks_; ++q) {
+      key.push_back(reinterpret_cast<uint64_t>(shared_[q].send));
+      key.push_back(reinterpret_cast<uint64_t>(shared_[q].recv));
+    }
+    r = queue_body(key, stream, queue);
+  }
   // A replay must leave every rank's flag where it found it.
   if (r == Result::Success && captured) r = arrive(stream, sync, kGraphRearmed);
   if (r == Result::Success && captured) r = wait_for_peers(stream, sync, kGraphRearmed);
@@ -369,24 +349,23 @@ PeerPath::CallSync PeerPath::sync_for(bool captured) {
   return sync;
 }
 
-// The counter each meeting point uses outside graphs (captured calls have no counters).
-static PeerSignal counted_signal(int step) { return step == kGraphInputsReady ? kPeerReady : kPeerReadDone; }
+// The signal each meeting point uses outside graphs (captured calls meet on kPeerGraphPhase).
+static PeerSignal call_signal(int step) { return step == kGraphInputsReady ? kPeerReady : kPeerReadDone; }
 
 Result PeerPath::arrive(cudaStream_t stream, const CallSync& sync, int step) {
   if (sync.captured)
     return comm_->backend->raise_on_stream(
         stream, {comm_->engine->path_signal(rank_, kPeerGraphPhase), kGraphBarriers[step].state});
-  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, counted_signal(step)), sync.seq});
+  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, call_signal(step)), call_bit(sync.seq)});
 }
 
 Result PeerPath::wait_for_peers(cudaStream_t stream, const CallSync& sync, int step) {
   for (int q = 0; q < nranks_; ++q) {
     if (q == rank_) continue;
-    if (sync.captured)
-      BRAID_TRY(comm_->backend->wait_for_bits_on_stream(stream, comm_->engine->path_signal(q, kPeerGraphPhase),
-                                                        kGraphBarriers[step].pass_mask));
-    else
-      BRAID_TRY(comm_->backend->wait_on_stream(stream, {comm_->engine->path_signal(q, counted_signal(step)), sync.seq}));
+    const bool graph = sync.captured;
+    BRAID_TRY(comm_->backend->wait_for_bits_on_stream(
+        stream, comm_->engine->path_signal(q, graph ? kPeerGraphPhase : call_signal(step)),
+        graph ? kGraphBarriers[step].pass_mask : call_bit(sync.seq)));
   }
   return Result::Success;
 }
@@ -397,12 +376,13 @@ Result PeerPath::meet(cudaStream_t stream, const CallSync& sync, int step) {
     return wait_for_peers(stream, sync, step);
   }
   // One driver call for the raise and every wait: the calling thread makes it for every call.
+  const uint64_t bit = call_bit(sync.seq);
   std::vector<device::Signal> waits;
   waits.reserve(static_cast<size_t>(nranks_));
   for (int q = 0; q < nranks_; ++q)
-    if (q != rank_) waits.push_back({comm_->engine->path_signal(q, counted_signal(step)), sync.seq});
-  return comm_->backend->raise_and_wait_on_stream(
-      stream, {comm_->engine->path_signal(rank_, counted_signal(step)), sync.seq}, waits);
+    if (q != rank_) waits.push_back({comm_->engine->path_signal(q, call_signal(step)), bit});
+  return comm_->backend->raise_and_wait_on_stream(stream, {comm_->engine->path_signal(rank_, call_signal(step)), bit},
+                                                  waits, /*any_bit=*/true);
 }
 
 namespace {
@@ -422,7 +402,7 @@ void CUDART_CB release_graph_pins(void* p) {
 Result PeerPath::pin_for_graph(cudaStream_t stream) {
   std::vector<MappingCache::Key> keys;
   {
-    std::lock_guard lock(pending_mutex_);
+    std::lock_guard lock(mapping_mutex_);
     keys = call_keys_;
   }
   if (keys.empty()) return Result::Success;
@@ -441,6 +421,37 @@ Result PeerPath::pin_for_graph(cudaStream_t stream) {
     return cuda(e, "cudaUserObjectCreate");
   }
   return cuda(cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove), "cudaGraphRetainUserObject");
+}
+
+Result PeerPath::queue_body(const BodyGraphCache::Key& key, cudaStream_t stream, const Body& body) {
+  if (!body_graphs_) return body(stream);
+  if (void* graph = bodies_.find(key))
+    return cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream), "cudaGraphLaunch (a call's body)");
+  if (!bodies_.seen_before(key)) return body(stream);
+  cudaGraphExec_t exec = nullptr;
+  if (capture_body(body, &exec) != Result::Success) {
+    // Queued as it is from now on: a body that cannot be captured is no failure of the call.
+    body_graphs_ = false;
+    BRAID_INFO(Coll, "NVLink copy-engine path (GPU %d): calls' bodies are queued one operation at a time: %s", device_,
+               last_error());
+    return body(stream);
+  }
+  if (void* old = bodies_.add(key, exec)) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(old));
+  return cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (a call's body)");
+}
+
+Result PeerPath::capture_body(const Body& body, cudaGraphExec_t* out) {
+  *out = nullptr;
+  BRAID_TRY(cuda(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+  const Result queued = body(capture_);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(capture_, &graph);
+  Result r = queued;
+  if (r == Result::Success) r = cuda(ended, "cudaStreamEndCapture");
+  if (r == Result::Success) r = cuda(cudaGraphInstantiate(out, graph, 0), "cudaGraphInstantiate");
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (r != Result::Success) cudaGetLastError();
+  return r;
 }
 
 Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
@@ -505,10 +516,9 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
 Result PeerPath::enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                                     cudaStream_t stream, const CallSync& sync) {
   const size_t esize = datatype_size(type);
-  // From the threshold on the peers' inputs are pulled through scratch, made before any peer waits
-  // (not in a graph: the scratch is shared with the calls outside it).
+  // From the threshold on the peers' inputs are pulled through scratch, which run() made (not in
+  // a graph: the scratch is shared with the calls outside it).
   const bool pull = !sync.captured && pulls(elements, esize);
-  // run() deferred the call until prepare() made the scratch.
   if (pull && pull_scratch_bytes(esize) > scratch_bytes_)
     return fail(Result::InternalError, "NVLink copy-engine path: the pull scratch is smaller than the call needs");
 

@@ -14,10 +14,10 @@
 // stream memory operations (as the PCIe engine's): a rank raises `ready` when its input is ready
 // and `read_done` once it has read its peers' blocks; its stream waits for every peer's
 // `read_done` before the share ends, so the caller may reuse its buffers afterwards (for
-// AllReduce `read_done` also means "done writing the peers' outputs"). The host
-// never waits for the GPU; the one host meeting per call is the exchange of buffer addresses
-// (CUDA IPC handles or cuMem allocation records where the peer is another process), on the
-// calling thread.
+// AllReduce `read_done` also means "done writing the peers' outputs"). The one host meeting per
+// call is the exchange of buffer addresses (CUDA IPC handles or cuMem allocation records where
+// the peer is another process), on the calling thread, which waits for the GPU only to grow the
+// pull scratch or to close mappings past the cache's bound.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "common/types.h"
 #include "cuda/peer_reduce.h"
 #include "engine/control.h"
+#include "peer/body_graphs.h"
 #include "peer/mapping_cache.h"
 #include "peer/peer_layout.h"
 
@@ -74,8 +76,6 @@ class PeerPath {
   // What run() did with a share, the same on every rank.
   enum class Outcome {
     Carried,      // queued on the stream
-    Deferred,     // nothing queued: some rank must first map a peer's new buffer or grow its
-                  // scratch, which prepare() does on the calling thread
     Unshareable,  // nothing queued: some rank's buffer cannot be shared (memory neither CUDA IPC
                   // nor a cuMem fd can export, or null)
   };
@@ -86,11 +86,10 @@ class PeerPath {
   // output). All ranks call it at the same point with the same arguments but the buffers. Where
   // nothing was queued (*outcome), the caller moves the share another way.
   //
-  // run() makes no CUDA call that may wait for the whole device (exporting this rank's buffers,
-  // opening or closing a peer's mapping, cudaMalloc, cudaFree): it runs on the progress thread
-  // while callers' streams wait for that thread, and such a call deadlocked PyTorch's DDP there.
-  // The export is publish()'s, on the calling thread; what else needs one is noted and the share
-  // deferred, and prepare() does it later.
+  // run() is the calling thread's (it queues GPU work): there it opens a peer's new allocation and
+  // grows its scratch, calls that may wait for this GPU's queued work, which never waits for this
+  // thread. On braid's progress thread such a call deadlocked PyTorch's DDP, while callers' streams
+  // waited for that thread.
   using Publication = std::vector<uint64_t>;
   // What this rank tells its peers of its buffers for run() (the calling thread's).
   void publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
@@ -101,14 +100,11 @@ class PeerPath {
   // that end where they began (kGraphBarriers), on streams and events of its own, and the peers'
   // mappings it reads stay open while the graph lives. AllReduce reads its peers' inputs from
   // the kernel (no pulled scratch, which calls outside the graph share).
+  // `on_met`, where given, is called once the ranks' meetings are over, before anything is queued
+  // (the caller's profile: BRAID_CALLER_PROFILE).
   Result run(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, size_t elements,
-             const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured = false);
-  // Whether a deferred share left work for prepare(). Any thread.
-  bool needs_preparing() const;
-  // Opens the peers' mappings and grows the scratch that deferred shares asked for. Only while no
-  // stream waits for work run() has not queued yet: the orchestrator calls it on the calling
-  // thread once the progress thread has finished every call handed to it.
-  Result prepare();
+             const Publication& mine, cudaStream_t stream, Outcome* outcome, bool captured = false,
+             const std::function<void()>& on_met = {});
 
  private:
   struct Shared {
@@ -132,16 +128,21 @@ class PeerPath {
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
   // Publishes the first `bytes` of this rank's send buffer (and receive buffer, when `with_recv`)
-  // and maps every peer's; false in *all_shareable when a rank's buffer cannot be exported (or
-  // is null).
-  // *ready is false when a peer's allocation is not mapped yet (noted for prepare()).
-  Result share_buffers(const Publication& mine, bool with_recv, bool* all_shareable, bool* ready);
+  // and maps every peer's, opening those not mapped yet; false in *all_shareable when a rank's
+  // buffer cannot be exported (or is null).
+  Result share_buffers(const Publication& mine, bool with_recv, bool* all_shareable);
   Result find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                             cudaStream_t stream, const CallSync& sync);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                             cudaStream_t stream, const CallSync& sync);
+  // Queues `body` (a call's operations, on the stream it is given) on `stream`: from a CUDA graph
+  // where the same body (`key`: everything it reads) came before (body_graphs.h), else as it is.
+  // Never inside a capture of the caller's.
+  using Body = std::function<Result(cudaStream_t)>;
+  Result queue_body(const BodyGraphCache::Key& key, cudaStream_t stream, const Body& body);
+  Result capture_body(const Body& body, cudaGraphExec_t* out);
   // The mappings this call read stay open until the graph being captured on `stream` is destroyed.
   Result pin_for_graph(cudaStream_t stream);
   // The AllReduce part [begin, begin + n) of every rank, reduced by this one into every rank's
@@ -186,15 +187,18 @@ class PeerPath {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   cudaEvent_t pulled_[2] = {}, reduced_[2] = {};
+  // Calls replayed from graphs, captured on a stream of their own (BRAID_NVLINK_BODY_GRAPHS); off
+  // for good after a capture fails.
+  BodyGraphCache bodies_;
+  cudaStream_t capture_ = nullptr;
+  bool body_graphs_ = true;
   // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;
   std::shared_ptr<MappingPins> pins_ = std::make_shared<MappingPins>();
   std::vector<MappingCache::Key> call_keys_;  // the peers' allocations the current call reads
-  // What deferred shares need done by prepare(): peers' allocations to map, scratch to grow.
-  mutable std::mutex pending_mutex_;
-  std::vector<MappingCache::Key> pending_mappings_;
-  size_t pending_scratch_bytes_ = 0;
+  // The mapping cache and call_keys_ (graphs captured on another thread pin what a call read).
+  std::mutex mapping_mutex_;
 };
 
 }  // namespace braid::peer

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace braid::multipath {
 namespace {
 
@@ -9,7 +11,7 @@ using Clock = CallerProfile::Clock;
 using std::chrono::microseconds;
 
 // One call at `start` whose phases last the given microseconds, in order.
-void call(CallerProfile& profile, Clock::time_point start, std::initializer_list<int> phase_us, bool handed_on = true) {
+void call(CallerProfile& profile, Clock::time_point start, const std::vector<int>& phase_us, bool handed_on = true) {
   profile.begin(start);
   Clock::time_point now = start;
   int phase = 0;
@@ -23,13 +25,14 @@ void call(CallerProfile& profile, Clock::time_point start, std::initializer_list
 TEST(CallerProfile, PhasesAndTotalsAreTheCallsOwn) {
   CallerProfile profile;
   const Clock::time_point t0 = Clock::now();
-  // Totals 8, 16, ..., 800 us: each phase of call k lasts k us.
-  for (int k = 1; k <= 100; ++k) call(profile, t0 + microseconds(100000 * k), {k, k, k, k, k, k, k, k});
+  // Every phase of call k lasts k us: totals kPhases * k.
+  constexpr int n = CallerProfile::kPhases;
+  for (int k = 1; k <= 100; ++k) call(profile, t0 + microseconds(100000 * k), std::vector<int>(n, k));
   EXPECT_EQ(profile.calls(), 100u);
   EXPECT_EQ(profile.calls(true), 100u);
-  EXPECT_NEAR(profile.total_quantile(true, 0.5), 8 * 50.5, 8.0);
-  EXPECT_NEAR(profile.total_quantile(true, 1.0), 800, 1e-3);
-  EXPECT_NEAR(profile.total_quantile(true, 0.0), 8, 1e-3);
+  EXPECT_NEAR(profile.total_quantile(true, 0.5), n * 50.5, n);
+  EXPECT_NEAR(profile.total_quantile(true, 1.0), n * 100, 1e-3);
+  EXPECT_NEAR(profile.total_quantile(true, 0.0), n, 1e-3);
   EXPECT_EQ(profile.total_quantile(false, 0.5), 0);  // no call went to NCCL alone
   EXPECT_NEAR(profile.phase_mean(CallerProfile::kNccl), 50.5, 1e-6);
   EXPECT_NEAR(profile.phase_quantile(CallerProfile::kNccl, 0.5), 50.5, 1.0);
@@ -39,11 +42,13 @@ TEST(CallerProfile, PhasesAndTotalsAreTheCallsOwn) {
 TEST(CallerProfile, APhaseNotReachedStaysOutOfItsMean) {
   CallerProfile profile;
   const Clock::time_point t0 = Clock::now();
-  call(profile, t0, {1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<int> every(CallerProfile::kPhases);
+  for (int p = 0; p < CallerProfile::kPhases; ++p) every[p] = p + 1;
+  call(profile, t0, every);
   call(profile, t0 + microseconds(1000), {1, 2}, /*handed_on=*/false);  // no later phase
   EXPECT_NEAR(profile.phase_mean(CallerProfile::kScope), 2, 1e-6);
-  EXPECT_NEAR(profile.phase_mean(CallerProfile::kJoin), 8, 1e-6);
-  EXPECT_NEAR(profile.total_quantile(true, 1.0), 36, 1e-3);
+  EXPECT_NEAR(profile.phase_mean(CallerProfile::kJoin), CallerProfile::kPhases, 1e-6);
+  EXPECT_NEAR(profile.total_quantile(true, 1.0), CallerProfile::kPhases * (CallerProfile::kPhases + 1) / 2, 1e-3);
   EXPECT_NEAR(profile.total_quantile(false, 1.0), 3, 1e-3);
 }
 

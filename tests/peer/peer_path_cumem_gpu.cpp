@@ -85,8 +85,7 @@ int first_difference(const std::vector<float>& got, const std::vector<float>& ex
 }
 
 // One collective through the path on buffers of one kind; the path must carry it (every rank's
-// buffers shared), and the result must be exact. New buffers defer the first call on every rank
-// (the peers' mappings are opened by prepare(), off the progress thread); the second carries it.
+// buffers shared), and the result must be exact: new buffers' mappings are opened by the call.
 int run_and_check(PeerPath& path, Collective c, const Buffers& b, int rank, cudaStream_t stream) {
   CHECK(fill_send(b, rank, stream) == 0);
   PeerPath::Outcome outcome = PeerPath::Outcome::Unshareable;
@@ -94,12 +93,6 @@ int run_and_check(PeerPath& path, Collective c, const Buffers& b, int rank, cuda
   path.publish(c, b.send, b.recv, DataType::Float32, kCount, &mine);
   CHECK(path.run(c, b.send, b.recv, kCount, DataType::Float32, RedOp::Sum, kCount, mine, stream, &outcome) ==
         Result::Success);
-  if (outcome == PeerPath::Outcome::Deferred) {
-    CHECK(path.needs_preparing());
-    CHECK(path.prepare() == Result::Success);
-    CHECK(path.run(c, b.send, b.recv, kCount, DataType::Float32, RedOp::Sum, kCount, mine, stream, &outcome) ==
-          Result::Success);
-  }
   CHECK(outcome == PeerPath::Outcome::Carried);
   CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
   const size_t blocks = c == Collective::AllGather ? kRanks : 1;
