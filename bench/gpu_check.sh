@@ -14,7 +14,7 @@
 # Parts:
 #   tests  braid doctor (the PCIe ceiling measured); the GPU test binaries of the bundle (the API, the drop-in's correctness matrix with the
 #          defaults, with NCCL on every NVLink share and with the copy-based NCCL share, groups, the
-#          peer reduction kernel, the argument fuzz); with PyTorch, its collectives exact through
+#          peer reduction kernel, braid's NVLink path between two processes on one GPU, the argument fuzz); with PyTorch, its collectives exact through
 #          the drop-in (bench/checks/torch_collectives.py, blocking and non-blocking communicators;
 #          one GPU: on the rig's wrapper) and its split trace plotted (split.png), a mixed sequence of
 #          300 collectives over three process groups (bench/mixed_collectives.py); with 2+ GPUs and PyTorch, all_gather and
@@ -116,6 +116,8 @@ part_tests() {
   [ -x $g/api_collectives_threads_test ] && check api_threads 150 $g/api_collectives_threads_test
   [ -x $g/api_collectives_processes_test ] && check api_processes 120 $g/api_collectives_processes_test
   [ -x $g/cuda_peer_reduce_gpu_test ] && check cuda_peer_reduce 60 $g/cuda_peer_reduce_gpu_test
+  # braid's NVLink path between two processes on GPU 0: cuMem buffers by fd, cudaMalloc by CUDA IPC.
+  [ -x $g/peer_allocation_share_gpu_test ] && check peer_allocation_share 100 $g/peer_allocation_share_gpu_test
   check shim_multipath 150 $g/shim_multipath_gpu_test
   check shim_multipath_nvlink_nccl 150 env BRAID_NVLINK_PATH=nccl $g/shim_multipath_gpu_test
   check shim_multipath_copy_share 150 env BRAID_NVLINK_PATH=nccl BRAID_SPLIT_NCCL_SHARE=copy $g/shim_multipath_gpu_test

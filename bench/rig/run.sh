@@ -76,7 +76,9 @@
 #                  with -c 1, each split call's path counted from its BALANCE line; cuMem buffers
 #                  (NCCL_CUMEM_ENABLE=1) that CUDA IPC cannot export, carried by braid's PCIe path
 #                  until the refusal applies; and hosttime's -C 1 comparison with the path on
-#                  (copy/hosttime/, which summarize.py compares like hosttime's)
+#                  (copy/hosttime/, which summarize.py compares like hosttime's), then
+#                  host_time_probe per collective and size (RIG_COPY_PROBE_SIZES) with
+#                  BRAID_CALLER_PROFILE=1, its phases in the summary; RIG_COPY_CHECKS=0 runs host time only
 #   graph N        calls captured in CUDA graphs (nccl-tests -G) on braid's NVLink path (the copy
 #                  suite's settings): all_reduce -d all -o all and all_gather -d all with -c 1, each
 #                  graph replayed 3 times; cuMem buffers with -c 3 -G 5; then, with a GPU per rank,
@@ -595,14 +597,17 @@ suite_copy() {
   have=$(gpus_here)
   if ((have >= n)); then rank_wrap=(); say "copy $n: one GPU per rank ($have GPUs here)"; fi
   # Exact: every type and operator where the copy engines carry all_reduce (1 MB and 64 MB), and
-  # all_gather's every type; each split call's BALANCE line names its NVLink path.
-  launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
-  run "$OUT/copy/braid_n${n}_all_reduce.log" 150 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 1 -w 0 -c 1 -T 40
-  run "$OUT/copy/braid_n${n}_all_gather.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
-  # nccl-tests' cuMem allocations, which CUDA IPC cannot export: shared by their fds (each new
-  # allocation mapped before its first call), or, where they cannot be, NCCL carries the share.
-  launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_SPLIT_SETTLE_LAG 4 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
-  run "$OUT/copy/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 1 -T 40
+  # all_gather's every type; each split call's BALANCE line names its NVLink path. RIG_COPY_CHECKS=0
+  # leaves the checked runs out (host time only).
+  if [[ ${RIG_COPY_CHECKS:-1} != 0 ]]; then
+    launch braid "$n" "${env[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
+    run "$OUT/copy/braid_n${n}_all_reduce.log" 150 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 1 -w 0 -c 1 -T 40
+    run "$OUT/copy/braid_n${n}_all_gather.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
+    # nccl-tests' cuMem allocations, which CUDA IPC cannot export: shared by their fds (each new
+    # allocation mapped before its first call), or, where they cannot be, NCCL carries the share.
+    launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_SPLIT_SETTLE_LAG 4 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
+    run "$OUT/copy/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 1 -T 40
+  fi
   # Host time per call (-C 1) with the copy engines' share: plain and braid alternating.
   for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
     for how in plain braid; do
@@ -611,6 +616,26 @@ suite_copy() {
         -n 30 -w 5 -c 0
     done
   done
+  # Each call timed alone (host_time_probe), both collectives, one run per size of
+  # RIG_COPY_PROBE_SIZES (a log each, numbered like rounds), with braid's caller profile: where the
+  # calling thread's time goes at that size (exporting, the meetings, mapping, queueing).
+  local pre size k
+  for c in all_reduce all_gather; do
+    [[ $c == all_reduce ]] && pre= || pre=${c}_
+    k=0
+    for size in ${RIG_COPY_PROBE_SIZES:-1M 16M 64M 256M}; do
+      k=$((k + 1))
+      for how in plain braid; do
+        launch "$how" "$n" "${env[@]}" BRAID_CALLER_PROFILE 1 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS INIT
+        rm -f "$OUT/copy/hosttime/probe.id"
+        run "$OUT/copy/hosttime/probe_${pre}${how}_n${n}_r${k}.log" 120 "${L[@]}" "$root/gpubundle/host_time_probe" \
+          --id-file "$OUT/copy/hosttime/probe.id" --coll "$c" -b "$size" -e "$size" -n 30 -w 5
+      done
+      grep -h "caller us p50" "$OUT/copy/hosttime/probe_${pre}braid_n${n}_r${k}.log" 2>/dev/null |
+        sed -E 's/.*: ([0-9]+ split calls handed on)/\1/' | sed "s|^|copy $n $c $size, caller profile: |" | tee -a "$rig_summary"
+    done
+  done
+  rm -f "$OUT/copy/hosttime/probe.id"
   for c in all_reduce all_gather; do
     grep -h "nvlink (" "$OUT/copy/braid_n${n}_${c}.log" 2>/dev/null | sed -E 's/.*nvlink \(([^)]*)\).*/\1/' | sort | uniq -c |
       sed "s|^|copy $n $c: split calls by NVLink path: |" | tee -a "$rig_summary"
