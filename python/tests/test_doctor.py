@@ -89,11 +89,11 @@ def test_settings_lines_flag_unknown_and_refused_variables():
     assert doctor.settings_lines(doctor.settings_table(clean_environ()))[0].startswith("none")
 
 
-# Issue 44: doctor listed BRAID_SPLIT_MIN_BYTES=abc, 1M or -5 with no mark.
-@pytest.mark.parametrize("value", ["abc", "1M", "-5", "1e9", "nan"])
+# Issue 44: doctor listed BRAID_SPLIT_MIN_BYTES=abc, 1M or -5 with no mark (1M is 1 MiB since).
+@pytest.mark.parametrize("value", ["abc", "1.5M", "-5", "1e9", "nan"])
 def test_values_braid_refuses_are_marked_with_what_it_accepts(value):
     lines = doctor.settings_lines(with_values(None, split_min_bytes=value))
-    assert lines == [f"  BRAID_SPLIT_MIN_BYTES={value}   REFUSED: not an integer in [0, 9e+18]; braid uses the default 0"]
+    assert lines == [f"  BRAID_SPLIT_MIN_BYTES={value}   REFUSED: not an integer in [0, 9e+18] (K, M, G, T allowed); braid uses the default 0"]
 
 
 # Issue 43 row 11: doctor disagreed with the library on 0x10 (16 to braid) and 1e9 (refused by braid).

@@ -134,6 +134,27 @@ TEST(Settings, NumbersOutsideTheirRangeAreRefused) {
 
 // The one parser the tools show (braid-plan --show-settings, braid doctor): what braid makes of a
 // value, and whether it refuses it.
+TEST(Settings, IntegersTakeSizeSuffixes) {
+  setenv("BRAID_SPLIT_MIN_BYTES", "1M", 1);
+  setenv("BRAID_NVLINK_SCRATCH_BYTES", "64k", 1);
+  setenv("BRAID_STAGING_BYTES", "2G", 1);
+  settings_reload();
+  EXPECT_EQ(settings().split_min_bytes, int64_t{1} << 20);
+  EXPECT_EQ(settings().nvlink_scratch_bytes, int64_t{64} << 10);
+  EXPECT_EQ(settings().staging_bytes, int64_t{2} << 30);
+  // A suffix on nothing, twice, after hex, past the range, or unknown: refused, the default kept.
+  for (const char* bad : {"M", "1MM", "0x10M", "9000000T", "1X", "1.5M"}) {
+    setenv("BRAID_SPLIT_MIN_BYTES", bad, 1);
+    testing::internal::CaptureStderr();
+    settings_reload();
+    const std::string warned = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(settings().split_min_bytes, 0) << bad;
+    EXPECT_NE(warned.find(std::string("BRAID_SPLIT_MIN_BYTES=") + bad + " is not an integer"), std::string::npos) << warned;
+  }
+  for (const char* name : {"BRAID_SPLIT_MIN_BYTES", "BRAID_NVLINK_SCRATCH_BYTES", "BRAID_STAGING_BYTES"}) unsetenv(name);
+  settings_reload();
+}
+
 TEST(Settings, ParseSettingIsTheLibrarysOwnReading) {
   const auto info = [](const char* name) {
     for (const auto& s : setting_table())
@@ -145,7 +166,8 @@ TEST(Settings, ParseSettingIsTheLibrarysOwnReading) {
   EXPECT_EQ(parse_setting(min_bytes, "0x10").value, "16");
   EXPECT_TRUE(parse_setting(min_bytes, "0x10").accepted);
   EXPECT_EQ(parse_setting(min_bytes, "0x4000000000000000").value, "4611686018427387904");
-  for (const char* bad : {"1e9", "nan", "inf", "1M", "-5", "abc", "99999999999999999999", "", " 5"}) {
+  EXPECT_EQ(parse_setting(min_bytes, "1M").value, "1048576");
+  for (const char* bad : {"1e9", "nan", "inf", "1.5M", "-5", "abc", "99999999999999999999", "", " 5"}) {
     const SettingParse p = parse_setting(min_bytes, bad);
     EXPECT_FALSE(p.accepted) << bad;
     EXPECT_EQ(p.value, "0") << bad;
