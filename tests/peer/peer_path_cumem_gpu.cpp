@@ -122,8 +122,9 @@ int run_rank(const braidUniqueId& id, int rank) {
   for (bool cumem : {true, false}) {
     Buffers b;
     CHECK(b.allocate(cumem));
-    // Twice each: the second call finds the peers' mappings in its cache.
-    for (int round = 0; round < 2; ++round) {
+    // Three times each: the second call finds the peers' mappings in its cache and is captured
+    // into a graph of the path's own (the same buffers and call bit), the third is launched from it.
+    for (int round = 0; round < 3; ++round) {
       CHECK(run_and_check(*path, Collective::AllGather, b, rank, stream) == 0);
       CHECK(run_and_check(*path, Collective::AllReduce, b, rank, stream) == 0);
     }
