@@ -38,6 +38,8 @@ class BodyGraphCache {
   // Every graph kept, which the caller destroys; the cache is empty afterwards.
   std::vector<Handle> take_all();
   size_t graphs() const { return graphs_.size(); }
+  uint64_t builds() const { return builds_; }      // graphs made
+  uint64_t launches() const { return launches_; }  // bodies found in a kept graph
 
  private:
   size_t capacity_, remembered_;

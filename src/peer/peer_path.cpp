@@ -198,6 +198,10 @@ PeerPath::~PeerPath() {
     if (pulled_[i] != nullptr) cudaEventDestroy(pulled_[i]);
     if (reduced_[i] != nullptr) cudaEventDestroy(reduced_[i]);
   }
+  if (bodies_.builds() > 0 || queued_alone_ > 0)
+    BRAID_INFO(Init, "NVLink copy-engine path (GPU %d): %llu calls launched from %llu graphs of its own, %llu queued "
+               "one operation at a time", device_, static_cast<unsigned long long>(bodies_.launches() + bodies_.builds()),
+               static_cast<unsigned long long>(bodies_.builds()), static_cast<unsigned long long>(queued_alone_));
   // A graph in flight is freed when it completes.
   for (void* g : bodies_.take_all()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
   if (capture_ != nullptr) cudaStreamDestroy(capture_);
@@ -424,17 +428,21 @@ Result PeerPath::pin_for_graph(cudaStream_t stream) {
 }
 
 Result PeerPath::queue_body(const BodyGraphCache::Key& key, cudaStream_t stream, const Body& body) {
-  if (!body_graphs_) return body(stream);
+  const auto alone = [&] {
+    ++queued_alone_;
+    return body(stream);
+  };
+  if (!body_graphs_) return alone();
   if (void* graph = bodies_.find(key))
     return cuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream), "cudaGraphLaunch (a call's body)");
-  if (!bodies_.seen_before(key)) return body(stream);
+  if (!bodies_.seen_before(key)) return alone();
   cudaGraphExec_t exec = nullptr;
   if (capture_body(body, &exec) != Result::Success) {
     // Queued as it is from now on: a body that cannot be captured is no failure of the call.
     body_graphs_ = false;
     BRAID_INFO(Coll, "NVLink copy-engine path (GPU %d): calls' bodies are queued one operation at a time: %s", device_,
                last_error());
-    return body(stream);
+    return alone();
   }
   if (void* old = bodies_.add(key, exec)) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(old));
   return cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (a call's body)");

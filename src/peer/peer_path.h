@@ -192,6 +192,7 @@ class PeerPath {
   BodyGraphCache bodies_;
   cudaStream_t capture_ = nullptr;
   bool body_graphs_ = true;
+  uint64_t queued_alone_ = 0;  // calls queued one operation at a time (said at the end, INFO)
   // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;
