@@ -24,9 +24,9 @@ class PeerSharePath final : public SharePath {
     *carried = outcome == peer::PeerPath::Outcome::Carried;
     return r;
   }
-  // enqueue() in its two halves: what this rank tells its peers (on the calling thread: exporting
-  // a buffer may wait for the device), then the meeting and the queued share (the progress
-  // thread's), saying why nothing was queued where nothing was.
+  // enqueue() in its two halves, both the calling thread's: what this rank tells its peers (its
+  // buffers exported), then the meeting and the queued share, saying why nothing was queued where
+  // nothing was.
   void publish(const ShareCall& share, ShareRange range, peer::PeerPath::Publication* mine) const {
     const nccl::Call& c = share.call;
     path_->publish(c.collective(), c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
