@@ -8,6 +8,7 @@
 #include "common/settings.h"
 #include "engine_case.h"
 #include "harness.h"
+#include "support/scoped_env.h"
 
 namespace braid {
 namespace {
@@ -124,6 +125,26 @@ TEST_P(RangedSweep, EverySplitCollectiveDtypeOpOverARange) {
 INSTANTIATE_TEST_SUITE_P(Engine, RangedSweep,
                          ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
                                             ::testing::Range(2, 9)),
+                         param_name);
+
+// The PCIe path's ring (BRAID_ALGORITHM=ring: reductions on the GPUs, the host only forwards),
+// which the cost model prefers where host memory limits HyLink's program (four and eight H200s):
+// AllReduce and AllGather, every dtype x op, whole and over a range of every block.
+class RingSweep : public ::testing::TestWithParam<std::tuple<Mode, int>> {};
+
+TEST_P(RingSweep, EveryDtypeOpOnTheRing) {
+  const auto [mode, ranks] = GetParam();
+  const test::ScopedEnv ring("BRAID_ALGORITHM", "ring");
+  std::vector<Case> cases;
+  for (const std::vector<Case>& some : {small_cases(ranks), ranged_cases(ranks)})
+    for (const Case& k : some)
+      if (k.collective == Collective::AllReduce || k.collective == Collective::AllGather) cases.push_back(k);
+  run_cases(mode, ranks, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engine, RingSweep,
+                         ::testing::Combine(::testing::Values(Mode::Threads, Mode::Processes),
+                                            ::testing::Range(2, 6)),
                          param_name);
 
 // 1,000,003 elements: every rank count and every collective, rotating types and in-place.
