@@ -292,10 +292,8 @@ uint64_t Orchestrator::calls() const { return ledger_->calls(); }
 Result Orchestrator::run(const nccl::Call& call, cudaStream_t stream, CallerProfile::Clock::time_point entered) {
   const auto began = entered != CallerProfile::Clock::time_point{} ? entered : CallerProfile::Clock::now();
   const auto caller_seconds = [&] { return std::chrono::duration<double>(CallerProfile::Clock::now() - began).count(); };
-  if (profile_ != nullptr) profile_->begin(began), profile_->mark(CallerProfile::kShim);
-  const auto mark = [this](CallerProfile::Phase phase) {
-    if (profile_ != nullptr) profile_->mark(phase);
-  };
+  if (profile_ != nullptr) profile_->begin(began);
+  mark(CallerProfile::kShim);
   BRAID_TRY(refuse_after_failure());
   // The caller's current device is the caller's (one thread may drive several GPUs): restored.
   const cuda::DeviceScope on_device(device_);
@@ -522,13 +520,12 @@ Result Orchestrator::caller_nvlink_share(const ShareCall& share, ShareRange rang
 Result Orchestrator::caller_copy_share(const ShareCall& share, ShareRange range, cudaStream_t stream, bool captured,
                                        peer::PeerPath::Outcome* outcome) {
   // The profile (BRAID_CALLER_PROFILE) times split calls outside graphs only.
-  const auto mark = [&](CallerProfile::Phase phase) {
-    if (profile_ != nullptr && !captured) profile_->mark(phase);
+  const std::function<void()> met = [&] {
+    if (!captured) mark(CallerProfile::kMeet);
   };
-  const std::function<void()> met = [&] { mark(CallerProfile::kMeet); };
   peer::PeerPath::Publication mine;
   copy_engines_->publish(share, range, &mine);
-  mark(CallerProfile::kPublish);
+  if (!captured) mark(CallerProfile::kPublish);
   return copy_engines_->run(share, range, mine, stream, outcome, captured, met);
 }
 

@@ -190,6 +190,10 @@ class Orchestrator : private LaneSteps {
   // Between the calling thread and the progress thread (BRAID_ASYNC=0: no thread).
   std::unique_ptr<ProgressLane> lane_;
   std::unique_ptr<CallerProfile> profile_;  // BRAID_CALLER_PROFILE: the calling thread's split calls
+  // The profile's phase `phase` ends here (BRAID_CALLER_PROFILE; nothing without it).
+  void mark(CallerProfile::Phase phase) {
+    if (profile_ != nullptr) profile_->mark(phase);
+  }
   // Where timed calls' paths ended, written by the caller's stream (stamp()) and read by the
   // progress thread: pinned, mapped host memory.
   static constexpr int kForkStamp = 0, kNvlinkStamp = 1, kStamps = 2;

@@ -325,8 +325,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     r = queue_body(key, stream, queue);
   }
   // A replay must leave every rank's flag where it found it.
-  if (r == Result::Success && captured) r = arrive(stream, sync, kGraphRearmed);
-  if (r == Result::Success && captured) r = wait_for_peers(stream, sync, kGraphRearmed);
+  if (r == Result::Success && captured) r = graph_barrier(stream, kGraphRearmed);
   if (r == Result::Success && !captured) r = cuda(cudaEventRecord(last_done_, stream), "cudaEventRecord (call done)");
   if (r != Result::Success) {
     // Peers' streams may already wait for this rank's signals: release them and abort the
@@ -356,29 +355,18 @@ PeerPath::CallSync PeerPath::sync_for(bool captured) {
 // The signal each meeting point uses outside graphs (captured calls meet on kPeerGraphPhase).
 static PeerSignal call_signal(int step) { return step == kGraphInputsReady ? kPeerReady : kPeerReadDone; }
 
-Result PeerPath::arrive(cudaStream_t stream, const CallSync& sync, int step) {
-  if (sync.captured)
-    return comm_->backend->raise_on_stream(
-        stream, {comm_->engine->path_signal(rank_, kPeerGraphPhase), kGraphBarriers[step].state});
-  return comm_->backend->raise_on_stream(stream, {comm_->engine->path_signal(rank_, call_signal(step)), call_bit(sync.seq)});
-}
-
-Result PeerPath::wait_for_peers(cudaStream_t stream, const CallSync& sync, int step) {
-  for (int q = 0; q < nranks_; ++q) {
-    if (q == rank_) continue;
-    const bool graph = sync.captured;
-    BRAID_TRY(comm_->backend->wait_for_bits_on_stream(
-        stream, comm_->engine->path_signal(q, graph ? kPeerGraphPhase : call_signal(step)),
-        graph ? kGraphBarriers[step].pass_mask : call_bit(sync.seq)));
-  }
+Result PeerPath::graph_barrier(cudaStream_t stream, int step) {
+  BRAID_TRY(comm_->backend->raise_on_stream(
+      stream, {comm_->engine->path_signal(rank_, kPeerGraphPhase), kGraphBarriers[step].state}));
+  for (int q = 0; q < nranks_; ++q)
+    if (q != rank_)
+      BRAID_TRY(comm_->backend->wait_for_bits_on_stream(stream, comm_->engine->path_signal(q, kPeerGraphPhase),
+                                                        kGraphBarriers[step].pass_mask));
   return Result::Success;
 }
 
 Result PeerPath::meet(cudaStream_t stream, const CallSync& sync, int step) {
-  if (sync.captured) {
-    BRAID_TRY(arrive(stream, sync, step));
-    return wait_for_peers(stream, sync, step);
-  }
+  if (sync.captured) return graph_barrier(stream, step);
   // One driver call for the raise and every wait: the calling thread makes it for every call.
   const uint64_t bit = call_bit(sync.seq);
   std::vector<device::Signal> waits;

@@ -149,11 +149,11 @@ class PeerPath {
   // output; `pull` has the copy engines bring the peers' inputs into scratch first.
   Result reduce_part(const void* send, void* recv, DataType type, RedOp op, size_t begin, size_t n, bool pull,
                      cudaStream_t stream);
-  // This rank reaching meeting point `step` (GraphBarrierStep) of a call on `stream`; `stream`
-  // waiting until every peer has.
-  Result arrive(cudaStream_t stream, const CallSync& sync, int step);
-  Result wait_for_peers(cudaStream_t stream, const CallSync& sync, int step);
-  // Both: arrive at `step`, then wait until every peer has.
+  // A captured call's barrier `step` (GraphBarrierStep) on `stream`: this rank raises the step's
+  // state of its kPeerGraphPhase flag, then `stream` waits until every peer has.
+  Result graph_barrier(cudaStream_t stream, int step);
+  // Meeting point `step` of a call on `stream`: this rank arrives, then `stream` waits until every
+  // peer has (outside graphs one batch of stream memory operations on the call's bit).
   Result meet(cudaStream_t stream, const CallSync& sync, int step);
   // Elements of one peer's input per pulled piece, and the bytes of one scratch slot (a piece of
   // every peer's), within BRAID_NVLINK_SCRATCH_BYTES.
