@@ -187,8 +187,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (show_split_policy) {
+    // This machine is discovered only where it decides something (doctor gives both).
     topo::Topology machine;
-    const bool found = topo::discover_topology(&machine) == Result::Success;
+    const bool found = (nvlink_text == "auto" || ranks <= 0) && topo::discover_topology(&machine) == Result::Success;
     const bool nvlink = nvlink_text == "auto" ? found && machine.has_nvlink() : nvlink_text == "yes";
     std::printf("%s\n", split_policy_json(ranks > 0 ? ranks : (found ? machine.gpu_count() : 0), nvlink).c_str());
     return 0;
