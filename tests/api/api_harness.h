@@ -3,18 +3,20 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api_case.h"
+#include "support/forked_ranks.h"
 #include "support/visible_gpus.h"
 
 namespace braid::apitest {
@@ -95,49 +97,24 @@ inline std::vector<RankOutcome> run_as_processes(int ranks, const std::vector<Ca
   std::memset(shared, 0, per_rank * ranks);
   braidUniqueId id;
   braidGetUniqueId(&id);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < ranks; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
+  std::vector<std::function<int()>> roles;
+  for (int r = 0; r < ranks; ++r)
+    roles.push_back([&, r] {
       const RankOutcome o = run_rank(id, r, ranks, cases);
       unsigned char* mine = static_cast<unsigned char*>(shared) + per_rank * r;
       std::snprintf(reinterpret_cast<char*>(mine), kErrorBytes, "%s", o.error.empty() ? "ok" : o.error.c_str());
       std::memcpy(mine + kErrorBytes, o.hashes.data(), cases.size() * sizeof(uint64_t));
-      _exit(o.error.empty() ? 0 : 1);
-    }
-    pids.push_back(pid);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<int> status(ranks, -1);
-  int left = ranks;
-  while (left > 0) {
-    for (int r = 0; r < ranks; ++r) {
-      if (status[r] != -1 || pids[r] <= 0) continue;
-      int s = 0;
-      if (waitpid(pids[r], &s, WNOHANG) == pids[r]) {
-        status[r] = s;
-        --left;
-      }
-    }
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit_seconds) {
-      for (int r = 0; r < ranks; ++r)
-        if (status[r] == -1 && pids[r] > 0) {
-          kill(pids[r], SIGKILL);
-          waitpid(pids[r], &status[r], 0);
-          outcomes[r].error = "killed after " + std::to_string(limit_seconds) + " s";
-        }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+      return o.error.empty() ? 0 : 1;
+    });
+  const std::vector<test::RankExit> exits =
+      test::run_forked(roles, std::chrono::seconds(static_cast<long>(std::ceil(limit_seconds))));
   for (int r = 0; r < ranks; ++r) {
     const unsigned char* mine = static_cast<const unsigned char*>(shared) + per_rank * r;
     outcomes[r].hashes.resize(cases.size());
     std::memcpy(outcomes[r].hashes.data(), mine + kErrorBytes, cases.size() * sizeof(uint64_t));
-    if (!outcomes[r].error.empty()) continue;
     const std::string text(reinterpret_cast<const char*>(mine));
-    if (pids[r] <= 0) outcomes[r].error = "fork failed";
-    else if (text != "ok") outcomes[r].error = text.empty() ? "rank process died (status " + std::to_string(status[r]) + ")" : text;
+    if (!exits[r].forked || exits[r].killed) outcomes[r].error = exits[r].what();
+    else if (text != "ok") outcomes[r].error = text.empty() ? "rank process died (" + exits[r].what() + ")" : text;
   }
   munmap(shared, per_rank * ranks);
   return outcomes;

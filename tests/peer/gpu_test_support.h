@@ -6,9 +6,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -16,6 +15,7 @@
 
 #include "common/result.h"
 #include "cuda/driver_calls.h"
+#include "support/forked_ranks.h"
 
 namespace braid::peer {
 
@@ -30,26 +30,18 @@ namespace braid::peer {
   } while (0)
 
 // Each role in a fork()ed process of its own with GPU 0's primary context current (cuMemCreate
-// needs one), bounded by an alarm so that a hang fails the test; every one must exit 0.
+// needs one), killed at 120 s so that a hang fails the test; every one must exit 0.
 // `forked` runs in the parent once all are started (to close its copies of what joins them).
 inline void run_in_processes(const std::vector<std::function<int()>>& roles, const std::function<void()>& forked = {}) {
-  std::vector<pid_t> pids;
-  for (const auto& role : roles) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      alarm(120);
+  std::vector<std::function<int()>> on_gpu;
+  for (const auto& role : roles)
+    on_gpu.push_back([&role] {
       const bool started = cudaSetDevice(0) == cudaSuccess && cudaFree(nullptr) == cudaSuccess;
       if (!started) std::fprintf(stderr, "no CUDA context on GPU 0\n");
-      _exit(started ? role() : 2);
-    }
-    pids.push_back(pid);
-  }
-  if (forked) forked();
-  for (size_t i = 0; i < pids.size(); ++i) {
-    int status = -1;
-    ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << i << ": status " << status;
-  }
+      return started ? role() : 2;
+    });
+  const std::vector<test::RankExit> exits = test::run_forked(on_gpu, std::chrono::seconds(120), forked);
+  for (size_t i = 0; i < exits.size(); ++i) EXPECT_TRUE(exits[i].ok()) << "process " << i << ": " << exits[i].what();
 }
 
 // With the handle types asked for; needs a current context (cudaFree(nullptr) makes one).

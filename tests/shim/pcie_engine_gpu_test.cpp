@@ -12,18 +12,18 @@
 #include <dirent.h>
 #include <nccl.h>
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "support/forked_ranks.h"
 #include "support/visible_gpus.h"
 
 namespace {
@@ -126,35 +126,19 @@ TEST(PcieEngine, IsMadeAtTheFirstCallWithPcieElementsAndNotBefore) {
   const bool engine = expected != nullptr && std::string(expected) == "1";
   int id_pipe[2];
   ASSERT_EQ(pipe(id_pipe), 0);
-  // The ranks are forked before this process touches CUDA, so each starts CUDA afresh.
-  std::vector<pid_t> children;
-  for (int r = 0; r < kRanks; ++r) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) _exit(run_rank(r, id_pipe, engine));
-    children.push_back(pid);
+  // The ranks are forked before this process touches CUDA, so each starts CUDA afresh; one that
+  // hangs is killed and reported.
+  std::vector<std::function<int()>> ranks;
+  for (int r = 0; r < kRanks; ++r) ranks.push_back([&, r] { return run_rank(r, id_pipe, engine); });
+  const std::vector<braid::test::RankExit> exits = braid::test::run_forked(ranks, std::chrono::seconds(120), [&] {
+    close(id_pipe[0]);
+    close(id_pipe[1]);
+  });
+  std::vector<int> statuses;
+  for (const auto& e : exits) {
+    ASSERT_TRUE(e.forked && !e.killed) << e.what();
+    statuses.push_back(e.code);
   }
-  close(id_pipe[0]);
-  close(id_pipe[1]);
-  // Bounded: a rank that hangs is killed and reported, and so are the others.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  std::vector<int> statuses(kRanks, -1);
-  int left = kRanks;
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (int r = 0; r < kRanks; ++r) {
-      int status = 0;
-      if (statuses[r] != -1 || waitpid(children[r], &status, WNOHANG) != children[r]) continue;
-      statuses[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      --left;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  for (int r = 0; r < kRanks; ++r) {
-    if (statuses[r] != -1) continue;
-    kill(children[r], SIGKILL);
-    waitpid(children[r], nullptr, 0);
-  }
-  ASSERT_EQ(left, 0) << "a rank hung (killed after 120 s)";
   if (statuses[0] == kSkipped) GTEST_SKIP() << "no GPU";
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(statuses[r], 0) << "rank " << r << " (its stderr says why)";
 }
