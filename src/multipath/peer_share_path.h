@@ -29,7 +29,7 @@ class PeerSharePath final : public SharePath {
   // nothing was.
   void publish(const ShareCall& share, ShareRange range, peer::PeerPath::Publication* mine) const {
     const nccl::Call& c = share.call;
-    path_->publish(c.collective(), c.send, c.recv, static_cast<DataType>(c.type), range.count, mine);
+    path_->publish(c.collective(), c.send, c.recv, c.count, static_cast<DataType>(c.type), range.count, mine);
   }
   Result run(const ShareCall& share, ShareRange range, const peer::PeerPath::Publication& mine, cudaStream_t stream,
              peer::PeerPath::Outcome* outcome, bool captured = false, const std::function<void()>& on_met = {}) {

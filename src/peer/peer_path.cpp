@@ -27,7 +27,9 @@ struct BufferWords {
 };
 constexpr BufferWords kSendWords{0, 1, 2};
 constexpr BufferWords kRecvWords{2 + kAllocationWords, 3 + kAllocationWords, 4 + kAllocationWords};
-constexpr int kUnshareable = kRecvWords.allocation + kAllocationWords, kBufferWords = kUnshareable + 1;
+// kPushes: this rank asks to push an AllGather's blocks and published its receive buffer for it.
+constexpr int kUnshareable = kRecvWords.allocation + kAllocationWords, kPushes = kUnshareable + 1,
+              kBufferWords = kPushes + 1;
 static_assert(kSendWords.allocation + kAllocationWords <= kRecvWords.pointer);
 static_assert(kBufferWords <= engine::kExchangeSlots);
 static_assert(kPeerReadDone < engine::kPathSignals);
@@ -200,8 +202,10 @@ PeerPath::~PeerPath() {
   }
   if (bodies_.builds() > 0 || queued_alone_ > 0)
     BRAID_INFO(Init, "NVLink copy-engine path (GPU %d): %llu calls launched from %llu graphs of its own, %llu queued "
-               "one operation at a time", device_, static_cast<unsigned long long>(bodies_.launches() + bodies_.builds()),
-               static_cast<unsigned long long>(bodies_.builds()), static_cast<unsigned long long>(queued_alone_));
+               "one operation at a time; %llu AllGathers pushed", device_,
+               static_cast<unsigned long long>(bodies_.launches() + bodies_.builds()),
+               static_cast<unsigned long long>(bodies_.builds()), static_cast<unsigned long long>(queued_alone_),
+               static_cast<unsigned long long>(gathers_pushed_));
   // A graph in flight is freed when it completes.
   for (void* g : bodies_.take_all()) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
   if (capture_ != nullptr) cudaStreamDestroy(capture_);
@@ -231,25 +235,29 @@ Result PeerPath::open_mapping(const MappingCache::Key& key, unsigned char** base
   return Result::Success;
 }
 
-void PeerPath::publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
-                       Publication* out) const {
+void PeerPath::publish(Collective c, const void* send, const void* recv, size_t count, DataType type,
+                       size_t elements, Publication* out) const {
   out->assign(kBufferWords, 0);
   uint64_t* mine = out->data();
   // A null buffer is bad input: NCCL, which then moves the share on every rank, reports it as it
   // does without braid.
   if (send == nullptr || recv == nullptr) mine[kUnshareable] = 1;
   const size_t bytes = elements * datatype_size(type);
-  auto publish_one = [&](const void* p, BufferWords w) {
+  auto publish_one = [&](const void* p, size_t size, BufferWords w) {
     mine[w.pointer] = reinterpret_cast<uint64_t>(p);
-    if (!any_ipc_ || mine[kUnshareable] != 0) return;
-    if (!export_buffer(p, bytes, fd_passing_, &mine[w.allocation], &mine[w.offset])) mine[kUnshareable] = 1;
+    if (!any_ipc_ || mine[kUnshareable] != 0) return true;
+    return export_buffer(p, size, fd_passing_, &mine[w.allocation], &mine[w.offset]);
   };
-  publish_one(send, kSendWords);
-  // Only AllReduce writes the peers' outputs: only it maps their receive buffers.
-  if (c == Collective::AllReduce) publish_one(recv, kRecvWords);
+  if (!publish_one(send, bytes, kSendWords)) mine[kUnshareable] = 1;
+  // Only AllReduce and a pushed AllGather write the peers' outputs: only they map their receive
+  // buffers. A receive buffer that cannot be exported leaves an AllGather to pulls.
+  if (c == Collective::AllReduce && !publish_one(recv, bytes, kRecvWords)) mine[kUnshareable] = 1;
+  if (c == Collective::AllGather && settings().nvlink_gather != "pull" && mine[kUnshareable] == 0)
+    mine[kPushes] = publish_one(recv, (count * static_cast<size_t>(nranks_ - 1) + elements) * datatype_size(type),
+                                kRecvWords) ? 1 : 0;
 }
 
-Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* all_shareable) {
+Result PeerPath::share_buffers(const Publication& mine, Collective c, bool* all_shareable) {
   if (mine.size() != static_cast<size_t>(kBufferWords))
     return fail(Result::InternalError, "NVLink copy-engine path: a publication of %zu words", mine.size());
   // The meeting of its own (Meeting::Path): braid's progress thread meets on the engine's at the
@@ -261,8 +269,13 @@ Result PeerPath::share_buffers(const Publication& mine, bool with_recv, bool* al
     std::lock_guard lock(mapping_mutex_);
     call_keys_.clear();
   }
-  for (int q = 0; q < nranks_; ++q) *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
+  gather_push_ = c == Collective::AllGather;
+  for (int q = 0; q < nranks_; ++q) {
+    *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
+    gather_push_ = gather_push_ && all[q * kBufferWords + kPushes] != 0;
+  }
   if (!*all_shareable) return Result::Success;
+  const bool with_recv = c == Collective::AllReduce || gather_push_;
   auto map = [&](int q, const uint64_t* theirs, BufferWords w, unsigned char** out) -> Result {
     if (q == rank_ || same_process_[q]) {
       *out = reinterpret_cast<unsigned char*>(theirs[w.pointer]);
@@ -289,10 +302,10 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
     return fail(Result::InternalError, "NVLink copy-engine path: %s is not carried",
                 std::string(collective_name(c)).c_str());
   BRAID_TRY(cuda(cudaSetDevice(device_), "cudaSetDevice"));
-  // Only AllReduce writes the peers' outputs: only it maps their receive buffers. From the meeting
-  // on, peers' streams may wait for this rank's signals: a failure releases them (below).
+  // From the meeting on, peers' streams may wait for this rank's signals: a failure releases them
+  // (below).
   bool shareable = false;
-  Result r = share_buffers(mine, c == Collective::AllReduce, &shareable);
+  Result r = share_buffers(mine, c, &shareable);
   if (r == Result::Success && !shareable) return Result::Success;
   // AllReduce's pulled pieces need scratch of this size (the same on every rank).
   const size_t esize = datatype_size(type);
@@ -313,11 +326,17 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   };
   // Outside the caller's graphs the call's operations (its meetings included) come from a graph of
   // braid's own where the same call came before: everything they read is in the key.
-  if (r == Result::Success && captured) r = queue(stream);
-  if (r == Result::Success && !captured) {
+  // A batch of copies cannot be captured: such calls are queued as they are.
+  const bool batched = gather_push_ && settings().nvlink_gather == "push-batch";
+  if (r == Result::Success && gather_push_) ++gathers_pushed_;
+  if (r == Result::Success && (captured || batched)) {
+    if (batched) ++queued_alone_;
+    r = queue(stream);
+  }
+  if (r == Result::Success && !captured && !batched) {
     BodyGraphCache::Key key{static_cast<uint64_t>(c), reinterpret_cast<uint64_t>(send), reinterpret_cast<uint64_t>(recv),
                             count, static_cast<uint64_t>(type), static_cast<uint64_t>(op), elements, call_bit(sync.seq),
-                            reinterpret_cast<uint64_t>(scratch_), pull_piece(esize)};
+                            reinterpret_cast<uint64_t>(scratch_), pull_piece(esize), gather_push_ ? 1u : 0u};
     for (int q = 0; q < nranks_; ++q) {
       key.push_back(reinterpret_cast<uint64_t>(shared_[q].send));
       key.push_back(reinterpret_cast<uint64_t>(shared_[q].recv));
@@ -452,9 +471,8 @@ Result PeerPath::capture_body(const Body& body, cudaGraphExec_t* out) {
 
 Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                                     cudaStream_t stream, const CallSync& sync) {
-  const std::vector<cudaStream_t>& pulls = *sync.pulls;
-  const std::vector<cudaEvent_t>& joins = *sync.pull_joins;
-  // Before any read of a peer's buffers: that peer's inputs are ready (its stream got here).
+  // Before any copy: every peer's input is ready and its output free to be written (its stream
+  // got here).
   BRAID_TRY(meet(stream, sync, kGraphInputsReady));
 
   const size_t esize = datatype_size(type);
@@ -462,46 +480,78 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
   const auto* in = static_cast<const unsigned char*>(send);
   auto* out = static_cast<unsigned char*>(recv);
   unsigned char* own = out + static_cast<size_t>(rank_) * block;
-  // The copies: this rank's own block (out of place) and every peer's, in rank order from the next
-  // one (so that no peer is read by everyone first). The first peer's goes on the call's stream,
-  // the others on streams of their own, forked and joined only where there are others: in place at
-  // two ranks the call queues one copy and no event.
-  struct Copy {
-    unsigned char* to;
-    const unsigned char* from;
-    const char* what;
-  };
-  std::vector<Copy> side;
-  if (own != in) side.push_back({own, in, "cudaMemcpyAsync (own block)"});
-  for (int i = 2; i < nranks_; ++i) {
+  // Every peer's block over NVLink, in rank order from the next one (so that no rank is everyone's
+  // first): pulled from its input into this rank's output, or this rank's block pushed into its
+  // output (BRAID_NVLINK_GATHER).
+  std::vector<PeerCopy> remote;
+  remote.reserve(static_cast<size_t>(nranks_));
+  for (int i = 1; i < nranks_; ++i) {
     const int q = (rank_ + i) % nranks_;
-    side.push_back(
-        {out + static_cast<size_t>(q) * block, shared_[q].send, "cudaMemcpyAsync (a peer's block over NVLink)"});
+    remote.push_back(gather_push_ ? PeerCopy{shared_[q].recv + static_cast<size_t>(rank_) * block, in}
+                                  : PeerCopy{out + static_cast<size_t>(q) * block, shared_[q].send});
   }
-  const size_t forks = std::min(side.size(), pulls.size());
+  const bool batched = gather_push_ && !sync.captured && settings().nvlink_gather == "push-batch";
+  BRAID_TRY(batched ? queue_batch(own != in ? own : nullptr, in, remote, head, stream, sync)
+                    : queue_on_streams(own != in ? own : nullptr, in, remote, head, stream, sync));
+  // Tell the peers this rank's copies are done, and wait until theirs are too.
+  return meet(stream, sync, kGraphReadsDone);
+}
+
+Result PeerPath::queue_on_streams(unsigned char* own, const unsigned char* in, const std::vector<PeerCopy>& remote,
+                                  size_t bytes, cudaStream_t stream, const CallSync& sync) {
+  const std::vector<cudaStream_t>& streams = *sync.pulls;
+  const std::vector<cudaEvent_t>& joins = *sync.pull_joins;
+  // The first peer's copy goes on the call's stream; this rank's own block (out of place) and the
+  // other peers' on streams of their own, forked and joined only where there are any: in place at
+  // two ranks the call queues one copy and no event.
+  std::vector<PeerCopy> side;
+  if (own != nullptr) side.push_back({own, in});
+  side.insert(side.end(), remote.begin() + std::min<size_t>(1, remote.size()), remote.end());
+  const size_t forks = std::min(side.size(), streams.size());
   if (forks > 0) BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
   for (size_t i = 0; i < forks; ++i)
-    BRAID_TRY(cuda(cudaStreamWaitEvent(pulls[i], sync.fork, 0), "cudaStreamWaitEvent"));
+    BRAID_TRY(cuda(cudaStreamWaitEvent(streams[i], sync.fork, 0), "cudaStreamWaitEvent"));
   for (size_t j = 0; j < side.size(); ++j) {
-    cudaStream_t s = pulls[j % pulls.size()];
+    cudaStream_t s = streams[j % streams.size()];
     // This rank's own block by the SMs where aligned: the same copy by the runtime costs the
     // calling thread about 4 us more (cuda::copy_on_sms).
-    if (side[j].to == own && cuda::copy_on_sms(own, in, head, s) == cudaSuccess) continue;
-    BRAID_TRY(cuda(cudaMemcpyAsync(side[j].to, side[j].from, head, cudaMemcpyDeviceToDevice, s), side[j].what));
+    if (side[j].to == own && cuda::copy_on_sms(own, in, bytes, s) == cudaSuccess) continue;
+    BRAID_TRY(cuda(cudaMemcpyAsync(side[j].to, side[j].from, bytes, cudaMemcpyDeviceToDevice, s),
+                   side[j].to == own ? "cudaMemcpyAsync (own block)" : "cudaMemcpyAsync (a block over NVLink)"));
   }
-  if (nranks_ > 1) {
-    const int q = (rank_ + 1) % nranks_;
-    BRAID_TRY(cuda(cudaMemcpyAsync(out + static_cast<size_t>(q) * block, shared_[q].send, head,
-                                   cudaMemcpyDeviceToDevice, stream),
-                   "cudaMemcpyAsync (a peer's block over NVLink)"));
-  }
-
-  // Join, tell the peers this rank has read what it needs, and wait until they have too.
+  if (!remote.empty())
+    BRAID_TRY(cuda(cudaMemcpyAsync(remote[0].to, remote[0].from, bytes, cudaMemcpyDeviceToDevice, stream),
+                   "cudaMemcpyAsync (a block over NVLink)"));
   for (size_t i = 0; i < forks; ++i) {
-    BRAID_TRY(cuda(cudaEventRecord(joins[i], pulls[i]), "cudaEventRecord (join)"));
+    BRAID_TRY(cuda(cudaEventRecord(joins[i], streams[i]), "cudaEventRecord (join)"));
     BRAID_TRY(cuda(cudaStreamWaitEvent(stream, joins[i], 0), "cudaStreamWaitEvent (join)"));
   }
-  return meet(stream, sync, kGraphReadsDone);
+  return Result::Success;
+}
+
+Result PeerPath::queue_batch(unsigned char* own, const unsigned char* in, const std::vector<PeerCopy>& remote,
+                             size_t bytes, cudaStream_t stream, const CallSync& sync) {
+  // On a stream of the path's own (a batch refuses the legacy default stream, which a caller may
+  // use), beside this rank's own block on the call's.
+  cudaStream_t side = (*sync.pulls)[0];
+  cudaEvent_t joined = (*sync.pull_joins)[0];
+  BRAID_TRY(cuda(cudaEventRecord(sync.fork, stream), "cudaEventRecord (fork)"));
+  BRAID_TRY(cuda(cudaStreamWaitEvent(side, sync.fork, 0), "cudaStreamWaitEvent"));
+  std::vector<void*> to;
+  std::vector<const void*> from;
+  for (const PeerCopy& copy : remote) to.push_back(copy.to), from.push_back(copy.from);
+  const std::vector<size_t> sizes(remote.size(), bytes);
+  cudaMemcpyAttributes attributes{};
+  attributes.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attributes.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  size_t first = 0;
+  if (!remote.empty())
+    BRAID_TRY(cuda(cudaMemcpyBatchAsync(to.data(), from.data(), sizes.data(), remote.size(), &attributes, &first, 1, side),
+                   "cudaMemcpyBatchAsync (blocks over NVLink)"));
+  if (own != nullptr && cuda::copy_on_sms(own, in, bytes, stream) != cudaSuccess)
+    BRAID_TRY(cuda(cudaMemcpyAsync(own, in, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (own block)"));
+  BRAID_TRY(cuda(cudaEventRecord(joined, side), "cudaEventRecord (join)"));
+  return cuda(cudaStreamWaitEvent(stream, joined, 0), "cudaStreamWaitEvent (join)");
 }
 
 // AllReduce: the share [0, elements) is cut into one part per rank (on kPartAlignBytes); each

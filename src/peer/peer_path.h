@@ -3,7 +3,8 @@
 // - AllGather: each GPU's copy engines pull its peers' blocks over NVLink (cudaMemcpyAsync from
 //   another GPU's memory: no SM; out of place, braid's kernel copies the rank's own block). On
 //   2x H200 they move 389 GB/s each way at once, where NCCL's AllGather kernels move 243-274 GB/s
-//   per direction (bench/nvlink_probe.cu; docs/PERFORMANCE.md).
+//   per direction (bench/nvlink_probe.cu; docs/PERFORMANCE.md). BRAID_NVLINK_GATHER has them push
+//   instead, as NCCL's copy-engine collectives do, on streams or in one batch.
 // - AllReduce: the share is cut into one part per rank; each rank reduces its part of every
 //   rank's input and stores the result into its part of every rank's output (cuda/peer_reduce).
 //   Small shares read the peers' inputs from the kernel over NVLink; large ones have the copy
@@ -73,6 +74,9 @@ class PeerPath {
            (c == Collective::AllReduce && op != RedOp::PreMulSum && nranks_ <= cuda::kMaxPeerOperands);
   }
 
+  // AllGathers whose blocks were pushed (BRAID_NVLINK_GATHER), rather than pulled.
+  uint64_t gathers_pushed() const { return gathers_pushed_; }
+
   // What run() did with a share, the same on every rank.
   enum class Outcome {
     Carried,      // queued on the stream
@@ -92,7 +96,7 @@ class PeerPath {
   // waited for that thread.
   using Publication = std::vector<uint64_t>;
   // What this rank tells its peers of its buffers for run() (the calling thread's).
-  void publish(Collective c, const void* send, const void* recv, DataType type, size_t elements,
+  void publish(Collective c, const void* send, const void* recv, size_t count, DataType type, size_t elements,
                Publication* out) const;
   //
   // `captured`: `stream` is being captured into a CUDA graph (every rank's call is). The share is
@@ -109,7 +113,7 @@ class PeerPath {
  private:
   struct Shared {
     const unsigned char* send = nullptr;  // a peer's buffers as this process addresses them
-    unsigned char* recv = nullptr;        // (AllReduce only)
+    unsigned char* recv = nullptr;        // (AllReduce and a pushed AllGather only)
   };
 
   // How one queued call's ranks meet on the GPU, and the streams and events it uses: counters
@@ -127,14 +131,24 @@ class PeerPath {
   Result cuda(cudaError_t e, const char* what) const;
   // Peer access (within this process), streams and events.
   Result make_resources(const std::vector<int>& peer_device);
-  // Publishes the first `bytes` of this rank's send buffer (and receive buffer, when `with_recv`)
-  // and maps every peer's, opening those not mapped yet; false in *all_shareable when a rank's
-  // buffer cannot be exported (or is null).
-  Result share_buffers(const Publication& mine, bool with_recv, bool* all_shareable);
+  // Publishes this rank's send buffer (and receive buffer, where the call writes the peers') and
+  // maps every peer's, opening those not mapped yet; false in *all_shareable when a rank's buffer
+  // cannot be exported (or is null). Sets gather_push_.
+  Result share_buffers(const Publication& mine, Collective c, bool* all_shareable);
   Result find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
   Result enqueue_all_gather(const void* send, void* recv, size_t count, DataType type, size_t elements,
                             cudaStream_t stream, const CallSync& sync);
+  // An AllGather's copies of `bytes` each: this rank's own block (`own`, null in place) from `in`,
+  // and one per peer, on a stream per peer or in one batch.
+  struct PeerCopy {
+    unsigned char* to;
+    const unsigned char* from;
+  };
+  Result queue_on_streams(unsigned char* own, const unsigned char* in, const std::vector<PeerCopy>& remote,
+                          size_t bytes, cudaStream_t stream, const CallSync& sync);
+  Result queue_batch(unsigned char* own, const unsigned char* in, const std::vector<PeerCopy>& remote, size_t bytes,
+                     cudaStream_t stream, const CallSync& sync);
   Result enqueue_all_reduce(const void* send, void* recv, DataType type, RedOp op, size_t elements,
                             cudaStream_t stream, const CallSync& sync);
   // Queues `body` (a call's operations, on the stream it is given) on `stream`: from a CUDA graph
@@ -172,6 +186,7 @@ class PeerPath {
   bool fd_passing_ = false;  // cuMem buffers can be shared (Peers::fd_passing)
   uint64_t seq_ = 0;
   std::vector<Shared> shared_;  // per rank, for the current call
+  bool gather_push_ = false;    // the current call is an AllGather every rank pushes
   cudaStream_t copy_in_ = nullptr;  // AllReduce's pulls of the peers' inputs into scratch
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t last_done_ = nullptr;  // the end of the latest call queued
@@ -193,6 +208,7 @@ class PeerPath {
   cudaStream_t capture_ = nullptr;
   bool body_graphs_ = true;
   uint64_t queued_alone_ = 0;  // calls queued one operation at a time (said at the end, INFO)
+  uint64_t gathers_pushed_ = 0;
   // The peers' allocations opened from their records.
   static constexpr size_t kMaxMappings = 64;
   std::unique_ptr<MappingCache> opened_;

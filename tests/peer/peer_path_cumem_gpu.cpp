@@ -1,13 +1,15 @@
 // braid's NVLink path end to end across processes (label gpu, one GPU): two fork()ed processes on
 // GPU 0 (BRAID_PEER_SAME_GPU=1) make a braid communicator, agree that fds can pass between them,
-// and run AllGather and AllReduce through PeerPath::run on buffers from cuMemCreate (shared by
-// fd) and from cudaMalloc (CUDA IPC); every element is checked.
+// and run AllGather (pulled, pushed, batched; in and out of place) and AllReduce through
+// PeerPath::run on buffers from cuMemCreate (shared by fd) and from cudaMalloc (CUDA IPC); every
+// element is checked.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/comm.h"
@@ -65,11 +67,12 @@ struct Buffers {
 
 // On the collective's own stream: the path's streams do not wait for the legacy default stream
 // (cudaStreamNonBlocking), and a peer reads this rank's input once this stream raised `ready`.
-int fill_send(const Buffers& b, int rank, cudaStream_t stream) {
+// In place (AllGather), the input is this rank's block of the output.
+int fill_send(float* send, const Buffers& b, int rank, cudaStream_t stream) {
   std::vector<float> mine(kCount);
   for (size_t i = 0; i < kCount; ++i) mine[i] = value(rank, i);
-  CHECK(cudaMemcpyAsync(b.send, mine.data(), kCount * sizeof(float), cudaMemcpyHostToDevice, stream) == cudaSuccess);
   CHECK(cudaMemsetAsync(b.recv, 0, kRanks * kCount * sizeof(float), stream) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(send, mine.data(), kCount * sizeof(float), cudaMemcpyHostToDevice, stream) == cudaSuccess);
   CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
   return 0;
 }
@@ -86,12 +89,14 @@ int first_difference(const std::vector<float>& got, const std::vector<float>& ex
 
 // One collective through the path on buffers of one kind; the path must carry it (every rank's
 // buffers shared), and the result must be exact: new buffers' mappings are opened by the call.
-int run_and_check(PeerPath& path, Collective c, const Buffers& b, int rank, cudaStream_t stream) {
-  CHECK(fill_send(b, rank, stream) == 0);
+int run_and_check(PeerPath& path, Collective c, const Buffers& b, int rank, cudaStream_t stream,
+                  bool in_place = false) {
+  float* send = in_place ? b.recv + static_cast<size_t>(rank) * kCount : b.send;
+  CHECK(fill_send(send, b, rank, stream) == 0);
   PeerPath::Outcome outcome = PeerPath::Outcome::Unshareable;
   PeerPath::Publication mine;
-  path.publish(c, b.send, b.recv, DataType::Float32, kCount, &mine);
-  CHECK(path.run(c, b.send, b.recv, kCount, DataType::Float32, RedOp::Sum, kCount, mine, stream, &outcome) ==
+  path.publish(c, send, b.recv, kCount, DataType::Float32, kCount, &mine);
+  CHECK(path.run(c, send, b.recv, kCount, DataType::Float32, RedOp::Sum, kCount, mine, stream, &outcome) ==
         Result::Success);
   CHECK(outcome == PeerPath::Outcome::Carried);
   CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
@@ -119,16 +124,38 @@ int run_rank(const braidUniqueId& id, int rank) {
   CHECK(PeerPath::create(comm, &path) == Result::Success);
   cudaStream_t stream = nullptr;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-  for (bool cumem : {true, false}) {
-    Buffers b;
-    CHECK(b.allocate(cumem));
-    // Three times each: the second call finds the peers' mappings in its cache and is captured
-    // into a graph of the path's own (the same buffers and call bit), the third is launched from it.
-    for (int round = 0; round < 3; ++round) {
-      CHECK(run_and_check(*path, Collective::AllGather, b, rank, stream) == 0);
-      CHECK(run_and_check(*path, Collective::AllReduce, b, rank, stream) == 0);
+  // Each way of moving AllGather's blocks (BRAID_NVLINK_GATHER), and ranks that disagree (which
+  // then pull).
+  uint64_t pushed = 0;
+  for (const char* gather : {"pull", "push", "push-batch", "mixed"}) {
+    const bool mixed = std::string(gather) == "mixed";
+    setenv("BRAID_NVLINK_GATHER", mixed ? (rank == 0 ? "push" : "pull") : gather, 1);
+    settings_reload();
+    for (bool cumem : {true, false}) {
+      Buffers b;
+      CHECK(b.allocate(cumem));
+      // Three times each: the second call finds the peers' mappings in its cache and is captured
+      // into a graph of the path's own (the same buffers and call bit), the third is launched from
+      // it (batched AllGathers are not).
+      for (int round = 0; round < 3; ++round) {
+        for (bool in_place : {false, true})
+          if (run_and_check(*path, Collective::AllGather, b, rank, stream, in_place) != 0) {
+            std::fprintf(stderr, "AllGather, %s, %s buffers, %s\n", gather, cumem ? "cuMem" : "cudaMalloc",
+                         in_place ? "in place" : "out of place");
+            return 1;
+          }
+        CHECK(run_and_check(*path, Collective::AllReduce, b, rank, stream) == 0);
+      }
+      b.free();
     }
-    b.free();
+    // Pushed only where every rank asked to.
+    const bool pushes = !mixed && std::string(gather) != "pull";
+    if ((path->gathers_pushed() > pushed) != pushes) {
+      std::fprintf(stderr, "%s: %llu AllGathers pushed so far\n", gather,
+                   static_cast<unsigned long long>(path->gathers_pushed()));
+      return 1;
+    }
+    pushed = path->gathers_pushed();
   }
   CHECK(cudaStreamDestroy(stream) == cudaSuccess);
   path.reset();
