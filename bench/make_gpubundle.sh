@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build-gpu braid-bench braid-plan reduce_bench api_collectives_threads_test api_collectives_processes_test api_usage_test \
-  braid shim_multipath_gpu_test shim_group_gpu_test shim_pcie_engine_gpu_test shim_argument_fuzz_gpu shim_mixed_buffers_gpu nvlink_probe copy_engine_probe peer_allreduce_probe stream_wait_probe host_cost_probe host_time_probe host_block_probe cuda_peer_reduce_gpu_test nccl-net-braid net_bench peer_allocation_share_gpu_test
+  braid shim_multipath_gpu_test shim_group_gpu_test shim_pcie_engine_gpu_test shim_argument_fuzz_gpu shim_mixed_buffers_gpu nvlink_probe copy_engine_probe peer_allreduce_probe stream_wait_probe host_cost_probe host_time_probe host_block_probe graph_cost_probe cuda_peer_reduce_gpu_test nccl-net-braid net_bench peer_allocation_share_gpu_test
 rm -rf gpubundle && mkdir -p gpubundle/lib
 cp build-gpu/tools/braid-bench/braid-bench build-gpu/tools/braid-plan/braid-plan build-gpu/bench/reduce_bench build-gpu/tests/api/api_*_test \
-  build-gpu/tests/shim/shim_multipath_gpu_test build-gpu/tests/shim/shim_group_gpu_test build-gpu/tests/shim/shim_pcie_engine_gpu_test build-gpu/tests/shim/shim_argument_fuzz_gpu build-gpu/tests/shim/shim_mixed_buffers_gpu build-gpu/bench/nvlink_probe build-gpu/bench/copy_engine_probe build-gpu/bench/peer_allreduce_probe build-gpu/bench/stream_wait_probe build-gpu/bench/host_cost_probe build-gpu/bench/host_time_probe build-gpu/bench/host_block_probe build-gpu/tests/cuda/cuda_peer_reduce_gpu_test build-gpu/tests/peer/peer_allocation_share_gpu_test gpubundle/
+  build-gpu/tests/shim/shim_multipath_gpu_test build-gpu/tests/shim/shim_group_gpu_test build-gpu/tests/shim/shim_pcie_engine_gpu_test build-gpu/tests/shim/shim_argument_fuzz_gpu build-gpu/tests/shim/shim_mixed_buffers_gpu build-gpu/bench/nvlink_probe build-gpu/bench/copy_engine_probe build-gpu/bench/peer_allreduce_probe build-gpu/bench/stream_wait_probe build-gpu/bench/host_cost_probe build-gpu/bench/host_time_probe build-gpu/bench/host_block_probe build-gpu/bench/graph_cost_probe build-gpu/tests/cuda/cuda_peer_reduce_gpu_test build-gpu/tests/peer/peer_allocation_share_gpu_test gpubundle/
 cp build-gpu/src/shim/libbraid.so gpubundle/lib/
 # braid's NCCL net plugin (NCCL_NET_PLUGIN=braid finds it as libnccl-net-braid.so on the library path).
 cp build-gpu/src/net/libnccl-net-braid.so gpubundle/lib/

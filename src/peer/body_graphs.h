@@ -23,8 +23,10 @@ class BodyGraphCache {
   using Handle = void*;
 
   // At most `capacity` graphs are kept and `remembered` keys seen without one, the least recently
-  // used going first.
-  explicit BodyGraphCache(size_t capacity = 64, size_t remembered = 256) : capacity_(capacity), remembered_(remembered) {}
+  // used going first. A graph of a call's body holds about 320 KiB of GPU memory, which CUDA keeps
+  // after the graph is destroyed (bench/graph_cost_probe.cu on an H200): 32 graphs, 10 MiB a
+  // communicator at most.
+  explicit BodyGraphCache(size_t capacity = 32, size_t remembered = 256) : capacity_(capacity), remembered_(remembered) {}
 
   // The graph kept for `key` (now the most recently used), or null.
   Handle find(const Key& key);
