@@ -203,6 +203,10 @@ launch() {
   L=(mpiexec -n "$n")
   [[ $how == braid ]] && L+=(-genv LD_PRELOAD "$braid_so")
   while (($# >= 2)); do L+=(-genv "$1" "$2"); shift 2; done
+  # RIG_ENV: "NAME value ..." pairs every launch gets last (so they win), e.g. a setting to try.
+  local -a extra
+  read -r -a extra <<< "${RIG_ENV:-}"
+  while ((${#extra[@]} >= 2)); do L+=(-genv "${extra[0]}" "${extra[1]}"); extra=("${extra[@]:2}"); done
   L+=(${rank_wrap[@]+"${rank_wrap[@]}"} "${unbuf[@]}")
 }
 rank_wrap=("$wrap")
@@ -607,6 +611,16 @@ suite_copy() {
     # allocation mapped before its first call), or, where they cannot be, NCCL carries the share.
     launch braid "$n" "${env[@]}" NCCL_CUMEM_ENABLE 1 BRAID_SPLIT_SETTLE_LAG 4 BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
     run "$OUT/copy/braid_n${n}_all_reduce_cumem.log" 120 "${L[@]}" "$nt/all_reduce_perf" -b 1M -e 256M -f 4 -n 5 -w 1 -c 1 -T 40
+    # The copy engines beside a PCIe share in the same calls (RIG_CHECK_SHARE, static balancer).
+    if ((${#checked_share[@]})); then
+      launch braid "$n" "${env[@]}" "${checked_share[@]}" BRAID_DEBUG INFO BRAID_DEBUG_SUBSYS BALANCE,INIT
+      run "$OUT/copy/braid_n${n}_all_reduce_pcie.log" 150 "${L[@]}" "$nt/all_reduce_perf" -d all -o all -b 1M -e 64M -f 64 -n 1 -w 0 -c 1 -T 40
+      run "$OUT/copy/braid_n${n}_all_gather_pcie.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
+      for c in all_reduce all_gather; do
+        grep -hE "nvlink \(braid\) [1-9][0-9]* \+ pcie [1-9]" "$OUT/copy/braid_n${n}_${c}_pcie.log" 2>/dev/null | wc -l |
+          sed "s|^|copy $n $c: split calls with both a copy-engine and a PCIe share: |" | tee -a "$rig_summary"
+      done
+    fi
   fi
   # Host time per call (-C 1) with the copy engines' share: plain and braid alternating.
   for ((round = 1; round <= ${RIG_HOSTTIME_ROUNDS:-3}; round++)); do
