@@ -618,6 +618,7 @@ suite_copy() {
       run "$OUT/copy/braid_n${n}_all_gather_pcie.log" 120 "${L[@]}" "$nt/all_gather_perf" -d all -b 1M -e 256M -f 16 -n 1 -w 0 -c 1 -T 40
       for c in all_reduce all_gather; do
         grep -hE "nvlink \(braid\) [1-9][0-9]* \+ pcie [1-9]" "$OUT/copy/braid_n${n}_${c}_pcie.log" 2>/dev/null | wc -l |
+          awk -v n="$n" '{print int($1 / n)}' |  # every rank logs each call
           sed "s|^|copy $n $c: split calls with both a copy-engine and a PCIe share: |" | tee -a "$rig_summary"
       done
     fi
