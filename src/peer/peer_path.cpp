@@ -330,7 +330,7 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   const bool batched = gather_push_ && settings().nvlink_gather == "push-batch";
   if (r == Result::Success && gather_push_) ++gathers_pushed_;
   if (r == Result::Success && (captured || batched)) {
-    if (batched) ++queued_alone_;
+    if (batched && !captured) ++queued_alone_;
     r = queue(stream);
   }
   if (r == Result::Success && !captured && !batched) {
@@ -600,6 +600,9 @@ Result PeerPath::ensure_scratch(size_t bytes) {
   scratch_bytes_ = 0;
   BRAID_TRY(cuda(cudaMalloc(&scratch_, bytes), "cudaMalloc (NVLink pull scratch)"));
   scratch_bytes_ = bytes;
+  // What braid holds is said where it is allocated (the engines' at INIT, this at its first use).
+  BRAID_INFO(Init, "NVLink copy-engine path (GPU %d): %zu bytes of device scratch for AllReduce pulls "
+             "(BRAID_NVLINK_SCRATCH_BYTES)", device_, bytes);
   return Result::Success;
 }
 
