@@ -57,7 +57,8 @@
 #                  and reduce_scatter (RIG_SPEED_COLLS) -c 1 from RIG_SPEED_MIN (16M) to RIG_GPUS_MAX
 #                  (1G), plain NCCL and braid alternating RIG_SPEED_PAIRS (2) times, each pair a mode
 #                  of its own (mpiN-pK) in bench/rig/busbw_table.py's table, so that every ratio is in
-#                  one call; RIG_SPEED_BEST=1 adds NCCL's -R 1 and -R 2 -x 2 and braid's ratio to the best
+#                  one call; RIG_SPEED_BEST=1 adds NCCL's -R 1 and -R 2 -x 2 and braid's ratio to the best;
+#                  RIG_SPEED_BRAID adds braid variants with settings of their own (see suite_speed)
 #   route N        NIMBLE's routed exchange behind the NCCL API (docs/ROUTING.md): nccl-tests -c 1
 #                  alltoall, sendrecv, scatter, gather, hypercube (and alltoallv where the rig has
 #                  it), RIG_ROUTE_SIZES (-b 1K -e 256M -f 4), plain NCCL and through braid with
@@ -467,12 +468,24 @@ suite_speed() {
   # -R 2 -x 2); busbw_table.py then gives braid's ratio to the best of them per size (issue 42).
   local -a variants=(plain braid)
   [[ ${RIG_SPEED_BEST:-0} == 1 ]] && variants+=(plain-r1 plain-ce)
+  # RIG_SPEED_BRAID adds braid variants with settings of their own, in the same pairs:
+  # "braid-NAME:VAR=value,VAR=value ...", e.g. "braid-push:BRAID_NVLINK_PATH=copy,BRAID_NVLINK_GATHER=push".
+  local -A variant_env=()
+  local spec
+  for spec in ${RIG_SPEED_BRAID:-}; do
+    [[ $spec =~ ^braid-[a-z0-9-]+:[A-Z_0-9]+= ]] || { say "RIG_SPEED_BRAID: '$spec' is not braid-NAME:VAR=value,..."; continue; }
+    variants+=("${spec%%:*}")
+    variant_env[${spec%%:*}]=${spec#*:}
+  done
   for ((p = 0; p < ${RIG_SPEED_PAIRS:-2}; p++)); do
     for c in ${RIG_SPEED_COLLS:-all_gather all_reduce reduce_scatter}; do
       for how in "${variants[@]}"; do
-        local -a mode=()
+        local -a mode=() env=()
         case $how in plain-r1) mode=(-R 1) ;; plain-ce) mode=(-R 2 -x 2) ;; esac
-        launch "${how%%-*}" "$n"
+        local kv
+        local settings=${variant_env[$how]:-}
+        for kv in ${settings//,/ }; do env+=("${kv%%=*}" "${kv#*=}"); done
+        launch "${how%%-*}" "$n" ${env[@]+"${env[@]}"}
         run "$OUT/speed/${how}_mpi$n-p${p}_${c}.log" 90 "${L[@]}" "$nt/${c}_perf" "${sizes[@]}" ${mode[@]+"${mode[@]}"}
       done
     done
