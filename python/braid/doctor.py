@@ -87,16 +87,43 @@ class SplitRule:
     why_not: str = ""          # when neither applies
 
 
+def _split_policy_json(nvlink: bool, ranks: int, environ=None) -> dict:
+    return _run_json([tools.tool("braid-plan"), "--show-split-policy", "--ranks", str(max(1, ranks)),
+                      "--nvlink", "yes" if nvlink else "no"], env=environ)
+
+
 def split_policy(nvlink: bool, ranks: int, environ=None) -> List[SplitRule]:
     """From which size each collective is split, on which paths: the drop-in's own rules and reading
     of the settings in `environ` (default: this process's), through braid-plan --show-split-policy."""
-    policy = _run_json([tools.tool("braid-plan"), "--show-split-policy", "--ranks", str(max(1, ranks)),
-                        "--nvlink", "yes" if nvlink else "no"], env=environ)
+    policy = _split_policy_json(nvlink, ranks, environ)
     names = [COLLECTIVE_NAMES[r["collective"]] for r in policy["rules"]]
     if policy["disabled"]:
         return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in names]
     why_not = "" if policy["pcie_share"]["admitted"] else policy["pcie_share"]["why"]
     return [SplitRule(c, r["pcie_from"], r["nvlink_path_from"], why_not) for c, r in zip(names, policy["rules"])]
+
+
+def held_per_communicator(nvlink: bool, ranks: int, environ=None) -> List[str]:
+    """What braid holds per communicator on the paths it admits there, once they carry data: the
+    library's own reading (braid-plan --show-split-policy); the INIT and INFO lines say what was made."""
+    policy = _split_policy_json(nvlink, ranks, environ)
+    if policy["disabled"]:
+        return []
+    holds, lines = policy["holds"], []
+    if policy["copy_engines"]["admitted"]:
+        copy = holds["copy_engines"]
+        lines.append(f"copy engines: GPU memory up to {format_size(copy['pull_scratch_bytes'])} "
+                     f"(BRAID_NVLINK_SCRATCH_BYTES) from the first AllReduce share of {format_size(copy['pull_from_bytes'])} "
+                     f"or more it carries, and up to {copy['graphs_max']} CUDA graphs of calls (docs/MULTIPATH.md); no thread")
+    if policy["pcie_share"]["admitted"]:
+        workers = holds["pcie_share"]["worker_threads"]
+        lines.append(f"PCIe share: its pinned staging (shared memory, below), "
+                     f"{holds['pcie_share']['progress_threads']} progress thread and "
+                     + (f"{workers} worker threads" if workers else "1 to 8 worker threads (BRAID_THREADS=0: from the "
+                        "GPU's NUMA node's cores)") + ", from the first call that gives it data")
+    if not lines:
+        lines.append("nothing: every call goes to NCCL, and braid makes no engine, thread or buffer")
+    return lines
 
 
 def describe_rule(rule: SplitRule) -> str:
@@ -223,6 +250,8 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
     lines += ["  " + describe_rule(rule) for rule in split_policy(nvlink, ranks)]
     lines.append(f"  balancer: {_setting(table, 'BRAID_BALANCER')}; calls return before braid's share ends: "
                  f"{'yes' if _truthy(_setting(table, 'BRAID_ASYNC')) else 'no (BRAID_ASYNC=0)'}")
+    lines.append("  held per communicator:")
+    lines += ["   - " + held for held in held_per_communicator(nvlink, ranks)]
     lines.append("  every other call goes to NCCL alone, and so do these at any size:")
     for reason in ALWAYS_TO_NCCL:
         if reason.startswith("inside an NCCL group") and _truthy(_setting(table, "BRAID_SPLIT_GROUPS")):

@@ -72,6 +72,19 @@ def test_disabled_or_single_gpu_never_splits_and_says_why():
         assert r.pcie_from is None and "one rank" in r.why_not
 
 
+def test_what_a_communicator_holds_follows_the_paths_and_settings():
+    two = doctor.held_per_communicator(True, 2, braid_environ(nvlink_scratch_bytes="16M"))
+    assert any(line.startswith("copy engines: GPU memory up to 16M") and "32 CUDA graphs" in line for line in two)
+    assert any(line.startswith("PCIe share:") and "1 progress thread" in line for line in two)
+    no_graphs = doctor.held_per_communicator(True, 2, braid_environ(nvlink_body_graphs=0, threads=3))
+    assert any("up to 0 CUDA graphs" in line for line in no_graphs)
+    assert any("3 worker threads" in line for line in no_graphs)
+    # Four ranks on NVLink: braid admits no path by default, so it holds nothing.
+    assert doctor.held_per_communicator(True, 4, braid_environ()) == [
+        "nothing: every call goes to NCCL, and braid makes no engine, thread or buffer"]
+    assert doctor.held_per_communicator(True, 2, braid_environ(disable=1)) == []
+
+
 def test_refused_values_fall_back_to_the_default_as_braid_does():
     env = braid_environ(nvlink_path="sideways", split_min_bytes="lots")
     r = rules(env)["all_gather"]

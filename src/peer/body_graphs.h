@@ -26,7 +26,9 @@ class BodyGraphCache {
   // used going first. A graph of a call's body holds about 320 KiB of GPU memory, which CUDA keeps
   // after the graph is destroyed (bench/graph_cost_probe.cu on an H200): 32 graphs, 10 MiB a
   // communicator at most.
-  explicit BodyGraphCache(size_t capacity = 32, size_t remembered = 256) : capacity_(capacity), remembered_(remembered) {}
+  static constexpr size_t kDefaultCapacity = 32;
+  explicit BodyGraphCache(size_t capacity = kDefaultCapacity, size_t remembered = 256)
+      : capacity_(capacity), remembered_(remembered) {}
 
   // The graph kept for `key` (now the most recently used), or null.
   Handle find(const Key& key);

@@ -32,6 +32,7 @@
 #include "dsl/validator.h"
 #include "multipath/orchestrator_options.h"
 #include "multipath/paths_admitted.h"
+#include "peer/body_graphs.h"
 #include "plan/cost.h"
 #include "plan/generate.h"
 #include "topo/topology.h"
@@ -136,9 +137,17 @@ std::string split_policy_json(int ranks, bool nvlink) {
                      {"nvlink_path_from", paths.copy_engines_admitted() && copy_from > 0 ? nlohmann::json(copy_from)
                                                                                          : nlohmann::json()}});
   }
+  // What each path holds per communicator once it carries data (the INIT and INFO lines say what
+  // was made): the copy engines' AllReduce pull scratch and graphs of calls; the PCIe share's
+  // threads (its pinned staging is --show-shm's).
+  const nlohmann::json holds = {
+      {"copy_engines", {{"pull_scratch_bytes", settings().nvlink_scratch_bytes},
+                        {"pull_from_bytes", settings().nvlink_pull_min_bytes},
+                        {"graphs_max", settings().nvlink_body_graphs ? peer::BodyGraphCache::kDefaultCapacity : size_t{0}}}},
+      {"pcie_share", {{"progress_threads", 1}, {"worker_threads", settings().threads}}}};
   const nlohmann::json out = {{"ranks", ranks}, {"nvlink", nvlink}, {"disabled", settings().disable},
                               {"copy_engines", path(paths.copy_engines)}, {"pcie_share", path(paths.pcie_share)},
-                              {"rules", rules}};
+                              {"rules", rules}, {"holds", holds}};
   return out.dump(1);
 }
 
