@@ -92,10 +92,11 @@ def _split_policy_json(nvlink: bool, ranks: int, environ=None) -> dict:
                       "--nvlink", "yes" if nvlink else "no"], env=environ)
 
 
-def split_policy(nvlink: bool, ranks: int, environ=None) -> List[SplitRule]:
+def split_policy(nvlink: bool, ranks: int, environ=None, policy: Optional[dict] = None) -> List[SplitRule]:
     """From which size each collective is split, on which paths: the drop-in's own rules and reading
-    of the settings in `environ` (default: this process's), through braid-plan --show-split-policy."""
-    policy = _split_policy_json(nvlink, ranks, environ)
+    of the settings in `environ` (default: this process's), through braid-plan --show-split-policy
+    (`policy`: its answer, where the caller has it already)."""
+    policy = policy or _split_policy_json(nvlink, ranks, environ)
     names = [COLLECTIVE_NAMES[r["collective"]] for r in policy["rules"]]
     if policy["disabled"]:
         return [SplitRule(c, None, None, "BRAID_DISABLE=1: pure pass-through") for c in names]
@@ -103,10 +104,11 @@ def split_policy(nvlink: bool, ranks: int, environ=None) -> List[SplitRule]:
     return [SplitRule(c, r["pcie_from"], r["nvlink_path_from"], why_not) for c, r in zip(names, policy["rules"])]
 
 
-def held_per_communicator(nvlink: bool, ranks: int, environ=None) -> List[str]:
+def held_per_communicator(nvlink: bool, ranks: int, environ=None, policy: Optional[dict] = None) -> List[str]:
     """What braid holds per communicator on the paths it admits there, once they carry data: the
-    library's own reading (braid-plan --show-split-policy); the INIT and INFO lines say what was made."""
-    policy = _split_policy_json(nvlink, ranks, environ)
+    library's own reading (braid-plan --show-split-policy, or `policy`, its answer); the INIT and
+    INFO lines say what was made."""
+    policy = policy or _split_policy_json(nvlink, ranks, environ)
     if policy["disabled"]:
         return []
     holds, lines = policy["holds"], []
@@ -247,11 +249,12 @@ def _split_lines(table: List[dict], topology: dict, gpu: bool) -> List[str]:
         lines.append("One GPU: a job of one process per GPU has nothing to split. Several processes sharing "
                      "it (the one-GPU rig, bench/rig/) split as GPUs without NVLink would:")
         ranks, nvlink = 2, False
-    lines += ["  " + describe_rule(rule) for rule in split_policy(nvlink, ranks)]
+    policy = _split_policy_json(nvlink, ranks)  # one braid-plan run for the rules and the holdings
+    lines += ["  " + describe_rule(rule) for rule in split_policy(nvlink, ranks, policy=policy)]
     lines.append(f"  balancer: {_setting(table, 'BRAID_BALANCER')}; calls return before braid's share ends: "
                  f"{'yes' if _truthy(_setting(table, 'BRAID_ASYNC')) else 'no (BRAID_ASYNC=0)'}")
     lines.append("  held per communicator:")
-    lines += ["   - " + held for held in held_per_communicator(nvlink, ranks)]
+    lines += ["   - " + held for held in held_per_communicator(nvlink, ranks, policy=policy)]
     lines.append("  every other call goes to NCCL alone, and so do these at any size:")
     for reason in ALWAYS_TO_NCCL:
         if reason.startswith("inside an NCCL group") and _truthy(_setting(table, "BRAID_SPLIT_GROUPS")):

@@ -274,6 +274,8 @@ Result PeerPath::share_buffers(const Publication& mine, Collective c, bool* all_
     *all_shareable = *all_shareable && all[q * kBufferWords + kUnshareable] == 0;
     gather_push_ = gather_push_ && all[q * kBufferWords + kPushes] != 0;
   }
+  // How this rank issues its pushes is its own choice: the meetings are the same either way.
+  gather_batch_ = gather_push_ && settings().nvlink_gather == "push-batch";
   if (!*all_shareable) return Result::Success;
   const bool with_recv = c == Collective::AllReduce || gather_push_;
   auto map = [&](int q, const uint64_t* theirs, BufferWords w, unsigned char** out) -> Result {
@@ -327,13 +329,12 @@ Result PeerPath::run(Collective c, const void* send, void* recv, size_t count, D
   // Outside the caller's graphs the call's operations (its meetings included) come from a graph of
   // braid's own where the same call came before: everything they read is in the key.
   // A batch of copies cannot be captured: such calls are queued as they are.
-  const bool batched = gather_push_ && settings().nvlink_gather == "push-batch";
   if (r == Result::Success && gather_push_) ++gathers_pushed_;
-  if (r == Result::Success && (captured || batched)) {
-    if (batched && !captured) ++queued_alone_;
+  if (r == Result::Success && (captured || gather_batch_)) {
+    if (gather_batch_ && !captured) ++queued_alone_;
     r = queue(stream);
   }
-  if (r == Result::Success && !captured && !batched) {
+  if (r == Result::Success && !captured && !gather_batch_) {
     BodyGraphCache::Key key{static_cast<uint64_t>(c), reinterpret_cast<uint64_t>(send), reinterpret_cast<uint64_t>(recv),
                             count, static_cast<uint64_t>(type), static_cast<uint64_t>(op), elements, call_bit(sync.seq),
                             reinterpret_cast<uint64_t>(scratch_), pull_piece(esize), gather_push_ ? 1u : 0u};
@@ -490,9 +491,9 @@ Result PeerPath::enqueue_all_gather(const void* send, void* recv, size_t count, 
     remote.push_back(gather_push_ ? PeerCopy{shared_[q].recv + static_cast<size_t>(rank_) * block, in}
                                   : PeerCopy{out + static_cast<size_t>(q) * block, shared_[q].send});
   }
-  const bool batched = gather_push_ && !sync.captured && settings().nvlink_gather == "push-batch";
-  BRAID_TRY(batched ? queue_batch(own != in ? own : nullptr, in, remote, head, stream, sync)
-                    : queue_on_streams(own != in ? own : nullptr, in, remote, head, stream, sync));
+  unsigned char* own_copy = own != in ? own : nullptr;  // none in place
+  BRAID_TRY(gather_batch_ && !sync.captured ? queue_batch(own_copy, in, remote, head, stream, sync)
+                                            : queue_on_streams(own_copy, in, remote, head, stream, sync));
   // Tell the peers this rank's copies are done, and wait until theirs are too.
   return meet(stream, sync, kGraphReadsDone);
 }

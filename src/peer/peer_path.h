@@ -133,7 +133,7 @@ class PeerPath {
   Result make_resources(const std::vector<int>& peer_device);
   // Publishes this rank's send buffer (and receive buffer, where the call writes the peers') and
   // maps every peer's, opening those not mapped yet; false in *all_shareable when a rank's buffer
-  // cannot be exported (or is null). Sets gather_push_.
+  // cannot be exported (or is null). Sets gather_push_ and gather_batch_.
   Result share_buffers(const Publication& mine, Collective c, bool* all_shareable);
   Result find_mapping(const uint64_t* words, uint64_t offset, unsigned char** out);
   Result open_mapping(const MappingCache::Key& handle, unsigned char** base);
@@ -187,6 +187,7 @@ class PeerPath {
   uint64_t seq_ = 0;
   std::vector<Shared> shared_;  // per rank, for the current call
   bool gather_push_ = false;    // the current call is an AllGather every rank pushes
+  bool gather_batch_ = false;   // ... and this rank in one batch (never inside a capture)
   cudaStream_t copy_in_ = nullptr;  // AllReduce's pulls of the peers' inputs into scratch
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t last_done_ = nullptr;  // the end of the latest call queued
